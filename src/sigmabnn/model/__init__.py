@@ -1,0 +1,32 @@
+"""What a BNN is: architecture, priors, likelihoods, log-posterior."""
+
+from sigmabnn.model.likelihoods import (
+    LIKELIHOODS,
+    Categorical,
+    Gaussian,
+    HeteroscedasticGaussian,
+    KnownNoiseGaussian,
+)
+from sigmabnn.model.mlp import MLP, Layer, Params, forward, init_params, num_params, parse_architecture
+from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
+from sigmabnn.model.priors import GaussianPrior
+
+__all__ = [
+    "BNN",
+    "LIKELIHOODS",
+    "MLP",
+    "Categorical",
+    "Data",
+    "Gaussian",
+    "GaussianPrior",
+    "HeteroscedasticGaussian",
+    "Hyperparameters",
+    "KnownNoiseGaussian",
+    "Layer",
+    "Params",
+    "forward",
+    "init_params",
+    "make_logdensity",
+    "num_params",
+    "parse_architecture",
+]

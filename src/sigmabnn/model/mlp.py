@@ -1,0 +1,173 @@
+"""Multilayer perceptrons: architecture spec, initialisation, forward pass.
+
+A network is described by a hashable :class:`MLP` spec (layer widths and one
+activation per layer) and its parameters, a tuple of :class:`Layer` named
+tuples (a JAX pytree). Samplers work on a flat 1-d view of the parameters,
+obtained with :func:`flatten` / :func:`make_unflatten`.
+
+Shapes: ``kernel`` of layer ``l`` is ``[widths[l], widths[l + 1]]`` and
+``bias`` is ``[widths[l + 1]]``; inputs ``x`` are ``[n, widths[0]]`` and
+outputs ``[n, widths[-1]]``. All arrays of one network share one floating
+dtype (see :mod:`sigmabnn.dtypes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+Array = jax.Array
+
+__all__ = [
+    "ACTIVATIONS",
+    "MLP",
+    "Layer",
+    "Params",
+    "parse_architecture",
+    "init_params",
+    "forward",
+    "num_params",
+    "flatten",
+    "make_unflatten",
+]
+
+
+def _rbf(x: Array) -> Array:
+    # exp(-x^2) underflows to 0 for large |x| (never overflows): stable as is.
+    return jnp.exp(-jnp.square(x))
+
+
+ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
+    "tanh": jnp.tanh,
+    "relu": jax.nn.relu,
+    "silu": jax.nn.silu,
+    "swish": jax.nn.silu,
+    "sigmoid": jax.nn.sigmoid,
+    "rbf": _rbf,
+    "identity": lambda x: x,
+}
+
+
+class Layer(NamedTuple):
+    """One dense layer. ``kernel``: ``[n_in, n_out]``; ``bias``: ``[n_out]``."""
+
+    kernel: Array
+    bias: Array
+
+
+Params = tuple[Layer, ...]
+
+
+class MLP(NamedTuple):
+    """Static, hashable description of a fully connected network.
+
+    Attributes:
+        widths: layer widths including input and output, e.g. ``(5, 20, 20, 1)``.
+        activations: one name per layer (``len(widths) - 1`` entries), applied
+            after that layer's affine map; the last is normally ``"identity"``.
+    """
+
+    widths: tuple[int, ...]
+    activations: tuple[str, ...]
+
+    @property
+    def num_layers(self) -> int:
+        """Number of affine layers (kernels)."""
+        return len(self.widths) - 1
+
+    @property
+    def input_dim(self) -> int:
+        return self.widths[0]
+
+    @property
+    def output_dim(self) -> int:
+        return self.widths[-1]
+
+    def describe(self) -> str:
+        """Architecture string such as ``"5-20-20-1"``."""
+        return "-".join(str(w) for w in self.widths)
+
+
+def parse_architecture(
+    spec: str | tuple[int, ...] | list[int],
+    activation: str | tuple[str, ...] | list[str] = "tanh",
+    output_activation: str = "identity",
+) -> MLP:
+    """Build an :class:`MLP` from ``"5-20-20-1"`` (or a sequence of widths).
+
+    ``activation`` is one name for every hidden layer, or one per hidden layer.
+    Raises ``ValueError`` with a one-line message on a malformed spec.
+    """
+    if isinstance(spec, str):
+        try:
+            widths = tuple(int(w) for w in spec.replace(",", "-").split("-") if w.strip())
+        except ValueError:
+            raise ValueError(f"architecture {spec!r} is not of the form '5-20-20-1'") from None
+    else:
+        widths = tuple(int(w) for w in spec)
+    if len(widths) < 2 or any(w < 1 for w in widths):
+        raise ValueError(f"architecture {spec!r} needs at least two positive widths")
+    n_hidden = len(widths) - 2
+    if isinstance(activation, str):
+        hidden = (activation,) * n_hidden
+    else:
+        hidden = tuple(activation)
+        if len(hidden) != n_hidden:
+            raise ValueError(f"{len(hidden)} activations given for {n_hidden} hidden layers")
+    acts = hidden + (output_activation,)
+    for a in acts:
+        if a not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {a!r}; choose from {', '.join(sorted(ACTIVATIONS))}")
+    return MLP(widths, acts)
+
+
+def init_params(key: Array, mlp: MLP, dtype: jnp.dtype = jnp.float64, scale: str = "glorot") -> Params:
+    """Random parameters: Glorot-normal kernels (``scale="glorot"``), zero biases.
+
+    ``scale="prior"`` is not handled here; draw from a prior with
+    :meth:`sigmabnn.model.priors.GaussianPrior.sample` instead.
+    """
+    if scale != "glorot":
+        raise ValueError(f"unknown init scale {scale!r}")
+    keys = jax.random.split(key, mlp.num_layers)
+    layers = []
+    for k, n_in, n_out in zip(keys, mlp.widths[:-1], mlp.widths[1:]):
+        std = jnp.sqrt(2.0 / (n_in + n_out))
+        layers.append(
+            Layer(
+                kernel=(std * jax.random.normal(k, (n_in, n_out))).astype(dtype),
+                bias=jnp.zeros((n_out,), dtype),
+            )
+        )
+    return tuple(layers)
+
+
+def forward(mlp: MLP, params: Params, x: Array) -> Array:
+    """Network output for inputs ``x`` of shape ``[n, widths[0]]`` -> ``[n, widths[-1]]``."""
+    h = x
+    for layer, act in zip(params, mlp.activations):
+        h = ACTIVATIONS[act](h @ layer.kernel + layer.bias)
+    return h
+
+
+def num_params(mlp: MLP) -> int:
+    """Total number of scalar parameters (kernels and biases)."""
+    return sum(n_in * n_out + n_out for n_in, n_out in zip(mlp.widths[:-1], mlp.widths[1:]))
+
+
+def flatten(params: Params) -> Array:
+    """Flat ``[num_params]`` view, layer by layer (kernel row-major, then bias)."""
+    return ravel_pytree(params)[0]
+
+
+def make_unflatten(mlp: MLP, dtype: jnp.dtype = jnp.float64) -> Callable[[Array], Params]:
+    """Inverse of :func:`flatten` for this architecture and dtype."""
+    template = tuple(
+        Layer(jnp.zeros((n_in, n_out), dtype), jnp.zeros((n_out,), dtype))
+        for n_in, n_out in zip(mlp.widths[:-1], mlp.widths[1:])
+    )
+    return ravel_pytree(template)[1]
