@@ -56,6 +56,4 @@ class PosteriorDraws(NamedTuple):
 
 def broadcast_hyper(hyper: Hyperparameters, num_chains: int, num_draws: int) -> Hyperparameters:
     """Repeat fixed hyperparameters along new leading ``[chain, draw]`` axes."""
-    return jax.tree_util.tree_map(
-        lambda a: jnp.broadcast_to(a, (num_chains, num_draws) + jnp.shape(a)), hyper
-    )
+    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (num_chains, num_draws) + jnp.shape(a)), hyper)

@@ -1,1 +1,3 @@
 """sigmabnn.evaluate"""
+
+from sigmabnn import dtypes as _dtypes  # noqa: F401  (float policy before any array is made)

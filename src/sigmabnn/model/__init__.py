@@ -1,5 +1,6 @@
 """What a BNN is: architecture, priors, likelihoods, log-posterior."""
 
+from sigmabnn import dtypes as _dtypes  # noqa: F401  (float policy before any array is made)
 from sigmabnn.model.likelihoods import (
     LIKELIHOODS,
     Categorical,
