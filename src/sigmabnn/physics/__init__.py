@@ -1,3 +1,45 @@
-"""sigmabnn.physics"""
+"""sigmabnn.physics: electroweakino processes and their features; SLHA spectrum input and cross-section output."""
 
-from sigmabnn import dtypes as _dtypes  # noqa: F401  (float policy before any array is made)
+from sigmabnn.physics.processes import (
+    CHARGINOS,
+    NEUTRALINOS,
+    Process,
+    find_target_column,
+    parse_process,
+    particle_features,
+    process_features,
+    process_table,
+    processes_in,
+)
+from sigmabnn.physics.slha import (
+    XSectionResult,
+    dataset_columns,
+    read_points,
+    read_slha,
+    read_xsections,
+    slha_entry,
+    spectrum_text,
+    write_spectrum,
+    write_xsections,
+)
+
+__all__ = [
+    "CHARGINOS",
+    "NEUTRALINOS",
+    "Process",
+    "XSectionResult",
+    "dataset_columns",
+    "find_target_column",
+    "parse_process",
+    "particle_features",
+    "process_features",
+    "process_table",
+    "processes_in",
+    "read_points",
+    "read_slha",
+    "read_xsections",
+    "slha_entry",
+    "spectrum_text",
+    "write_spectrum",
+    "write_xsections",
+]
