@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import sigmabnn  # noqa: F401  (switch on the float policy before any test builds arrays)
+import sigmabnn.dtypes  # noqa: F401  (switch on the float policy before any test builds arrays)
 
 _REPO = Path(__file__).resolve().parents[1]
 

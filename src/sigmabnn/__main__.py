@@ -1,0 +1,5 @@
+"""``python -m sigmabnn`` runs the command-line interface."""
+
+from sigmabnn.cli.main import main
+
+raise SystemExit(main())

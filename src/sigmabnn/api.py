@@ -1,0 +1,408 @@
+"""The high-level entry point: a table in, a fitted BNN surrogate and a report out.
+
+:func:`fit` runs the whole product path:
+
+1. read the table (:func:`sigmabnn.data.tables.read_table`) unless a
+   DataFrame is given; add derived features (:mod:`sigmabnn.data.features`);
+2. select, clean and split the rows (:func:`sigmabnn.data.tables.prepare`);
+3. fit the transforms on the training rows: inputs standardised, the target
+   optionally ``log10``-ed, then standardised;
+4. build the BNN: architecture ``"auto"`` is ``P-20-20-1`` for ``P`` inputs,
+   ``tanh`` hidden units; Gaussian likelihood in the standardised target space
+   (its noise precision learnt by Gibbs updates unless ``learn_noise=False``;
+   a per-row known noise std with ``noise_column``); Gaussian prior with
+   precision 1.0 on every kernel and bias entry, a unit-scale prior that
+   matches standardised inputs and targets;
+5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"mh"``,
+   or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``;
+6. bundle everything in a :class:`~sigmabnn.fitted.FittedModel`, with a
+   diagnostics summary (acceptance, divergences, step sizes, function-space
+   R-hat/ESS, timings) and metrics on the training and validation rows.
+
+The random key of the run is ``jax.random.key(seed)``; the same ``seed``
+also fixes the random row split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sigmabnn.errors import InputError
+
+__all__ = ["MCMC_METHODS", "METHODS", "VI_METHODS", "fit"]
+
+MCMC_METHODS = ("nuts", "hmc", "mh")
+VI_METHODS = ("bbb", "flipout")
+METHODS = MCMC_METHODS + VI_METHODS
+DEFAULT_HIDDEN = (20, 20)
+#: Training/validation rows used for the metrics in the report (a seeded subset of larger sets).
+METRICS_MAX_ROWS = 5000
+#: Training points at which function-space R-hat/ESS are computed.
+DIAGNOSTIC_POINTS = 32
+
+
+def _architecture(spec: Any, features: Sequence[str], output_dim: int, activation: Any):
+    from sigmabnn.model.mlp import parse_architecture
+
+    num_features = len(features)
+    if spec is None or spec == "auto":
+        spec = (num_features, *DEFAULT_HIDDEN, output_dim)
+    try:
+        mlp = parse_architecture(spec, "tanh" if activation is None else activation)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    if mlp.widths[0] != num_features:
+        raise InputError(
+            f"architecture {mlp.describe()} has {mlp.widths[0]} inputs but there are {num_features} features "
+            f"({', '.join(features)})"
+        )
+    if mlp.widths[-1] != output_dim:
+        raise InputError(f"architecture {mlp.describe()} must end in {output_dim} output(s)")
+    return mlp
+
+
+def _replace_config(config: Any, options: dict[str, Any], what: str) -> Any:
+    unknown = sorted(set(options) - set(config._fields))
+    if unknown:
+        raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
+    return config._replace(**options)
+
+
+def _subset(n: int, seed: int) -> np.ndarray:
+    if n <= METRICS_MAX_ROWS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).permutation(n)[:METRICS_MAX_ROWS])
+
+
+def _draw_means(bnn: Any, draws: Any, z: np.ndarray) -> np.ndarray:
+    """Model-space network means ``[C, S, k]`` (first target) at standardised points ``z`` ``[k, p]``."""
+    import jax
+    import jax.numpy as jnp
+
+    c, s = draws.num_chains, draws.num_draws
+    pos = jnp.asarray(np.asarray(draws.positions).reshape(c * s, -1), bnn.jdtype)
+    zz = jnp.asarray(z, bnn.jdtype)
+    f = jax.jit(jax.vmap(lambda p: bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]))
+    return np.asarray(f(pos)).reshape(c, s, -1)
+
+
+def _mcmc_summary(bnn, draws, info, config, z_train) -> dict[str, Any]:
+    from sigmabnn.evaluate import diagnostics as diag
+
+    idx = np.linspace(0, z_train.shape[0] - 1, min(DIAGNOSTIC_POINTS, z_train.shape[0])).astype(int)
+    summary = diag.summarize(
+        predictions=_draw_means(bnn, draws, z_train[idx]),
+        log_posterior=np.asarray(info.sample_info.logdensity),
+        info=info.sample_info,
+        max_tree_depth=config.max_tree_depth if config.kernel == "nuts" else None,
+    )
+    sampler = summary.get("sampler", {})
+    out: dict[str, Any] = {
+        "acceptance": sampler.get("mean_acceptance"),
+        "divergences": sampler.get("num_divergent"),
+        "step_size": [float(v) for v in np.asarray(info.adapted.step_size)],
+        "mean_integration_steps": float(np.mean(np.asarray(info.sample_info.num_integration_steps))),
+        "ebfmi": sampler.get("ebfmi"),
+        "rhat_predictions": summary.get("predictions", {}).get("max_rhat"),
+        "ess_bulk_predictions": summary.get("predictions", {}).get("min_ess_bulk"),
+        "rhat_log_posterior": summary.get("log_posterior", {}).get("max_rhat"),
+        "ess_bulk_log_posterior": summary.get("log_posterior", {}).get("min_ess_bulk"),
+        "num_grad_evals": int(info.num_grad_evals),
+        "learn_noise": bool(info.learn_noise),
+    }
+    if "tree_depth_saturation_fraction" in sampler:
+        out["tree_depth_saturation"] = sampler["tree_depth_saturation_fraction"]
+    out["warnings"] = diag.warnings(summary)
+    return out
+
+
+def _read(data: Any):
+    import pandas as pd
+
+    from sigmabnn.data.tables import read_table
+
+    if isinstance(data, pd.DataFrame):
+        return data, None
+    if isinstance(data, str | os.PathLike):
+        return read_table(data), os.fspath(data)
+    raise InputError(f"data must be a path or a pandas DataFrame, got {type(data).__name__}")
+
+
+def fit(
+    data: Any,
+    target: str,
+    features: Sequence[str] | None = None,
+    *,
+    method: str = "nuts",
+    architecture: str | Sequence[int] = "auto",
+    activation: str = "tanh",
+    log_target: bool = False,
+    split_column: str | None = None,
+    split: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+    num_chains: int = 4,
+    num_warmup: int | None = None,
+    num_samples: int | None = None,
+    learn_noise: bool = True,
+    noise_precision: float | None = None,
+    noise_column: str | None = None,
+    dtype: str = "float64",
+    progress: bool = True,
+    derive: Iterable[Any] = (),
+    **method_options: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """Fit a BNN surrogate to a table (the steps are in the module docstring).
+
+    Args:
+        data: a path (``.csv``, ``.csv.gz``, ``.parquet``) or a DataFrame.
+        target: the column to predict.
+        features: input columns; default every other numeric column (after
+            derived features are added, so those are included).
+        method: ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC) or ``"bbb"``, ``"flipout"`` (VI).
+        architecture: ``"auto"`` (``P-20-20-1``), ``"5-50-50-1"`` or a sequence of widths.
+        activation: hidden-layer activation.
+        log_target: model ``log10`` of the (positive) target.
+        split_column: column with train/val/test labels; else a random split by ``split``.
+        split: train, validation, test fractions of the random split.
+        seed: seed of the split and of the run (``jax.random.key(seed)``).
+        num_chains: MCMC chains (ignored by VI).
+        num_warmup: warm-up iterations per chain (default scaled to the problem,
+            :func:`sigmabnn.train.default_config`); VI: ignored.
+        num_samples: kept draws per chain (MCMC); VI: draws from q in total.
+        learn_noise: Gibbs-sample (MCMC) or optimise (VI) the noise precision.
+        noise_precision: initial (or, with ``learn_noise=False``, fixed) noise
+            precision in standardised target units (default 100, noise std 0.1).
+        noise_column: column with a known per-row noise std of the target
+            (original units; for a log target converted to log10 units as
+            ``std / (y ln 10)``); uses the known-noise likelihood.
+        dtype: ``"float64"`` or ``"float32"``.
+        progress: progress bars on stderr.
+        derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
+        **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
+            (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
+            :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``).
+
+    Returns:
+        ``(fitted, report)``: the :class:`~sigmabnn.fitted.FittedModel` and a
+        JSON-able report; the report is also stored as ``fitted.diagnostics``.
+        Sections: ``data`` (rows, dropped rows per column, split sizes, features,
+        fingerprint), ``model``, ``method``, ``sampler`` (MCMC: acceptance per
+        chain, divergences, step sizes, E-BFMI, function-space R-hat/ESS,
+        warnings; VI: final loss and KL), ``noise_std`` (posterior mean of the
+        learnt noise std in log-space target units, i.e. log10 units for a log
+        target), ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
+        :func:`sigmabnn.evaluate.metrics.evaluate` on at most
+        ``METRICS_MAX_ROWS`` rows each).
+
+    Raises:
+        InputError / DataError: bad arguments or data (one-line message).
+    """
+    import jax
+
+    from sigmabnn.data.tables import prepare
+    from sigmabnn.data.transforms import Standardizer, TargetTransform
+    from sigmabnn.dtypes import resolve
+    from sigmabnn.evaluate.metrics import evaluate
+    from sigmabnn.fitted import FittedModel
+    from sigmabnn.io.model_file import to_jsonable
+    from sigmabnn.model.likelihoods import Gaussian, KnownNoiseGaussian
+    from sigmabnn.model.mlp import num_params
+    from sigmabnn.model.posterior import BNN, Data
+    from sigmabnn.model.priors import GaussianPrior
+
+    t_start = time.perf_counter()
+    method = str(method).lower()
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    try:
+        dtype = resolve(dtype).name
+    except (TypeError, ValueError) as err:
+        raise InputError(str(err)) from None
+    if noise_precision is not None and not (np.isfinite(noise_precision) and noise_precision > 0):
+        raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
+
+    df, source = _read(data)
+    derived: tuple[tuple[str, str], ...] = ()
+    derive = tuple(derive)
+    if derive:
+        from sigmabnn.data.features import add_derived, parse_derived
+
+        parsed = parse_derived(derive, df.columns)
+        df = add_derived(df, parsed)
+        derived = tuple((f.name, f.expression) for f in parsed)
+        if features is not None:
+            features = list(features) + [n for n, _ in derived if n not in features]
+    prepared = prepare(
+        df,
+        target,
+        features,
+        split_column=split_column,
+        split_fractions=split,
+        seed=seed,
+        log_target=log_target,
+        noise_column=noise_column,
+    )
+    train, val = prepared.train, prepared.val
+    x_transform = Standardizer.fit(train.x)
+    y_transform = TargetTransform.fit(train.y, log10=log_target)
+
+    if noise_column is not None:
+        likelihood = KnownNoiseGaussian()
+        learn_noise = False
+    else:
+        likelihood = Gaussian(
+            precision=float(noise_precision) if noise_precision is not None else Gaussian.precision,
+            learn_precision=bool(learn_noise),
+        )
+    mlp = _architecture(architecture, prepared.feature_names, likelihood.output_dim(1), activation)
+    bnn = BNN(mlp=mlp, prior=GaussianPrior(1.0, 1.0), likelihood=likelihood, dtype=dtype)
+    d = num_params(mlp)
+
+    def model_data(split_: Any) -> Data | None:
+        if split_.n == 0:
+            return None
+        noise = None
+        if split_.noise_std is not None:
+            log_std = split_.noise_std / (split_.y * np.log(10.0)) if log_target else split_.noise_std
+            noise = log_std / y_transform.scale[0]
+        return Data(
+            x=x_transform.forward(split_.x, dtype=dtype),
+            y=y_transform.forward(split_.y, dtype=dtype)[:, None],
+            noise_std=None if noise is None else noise.astype(dtype),
+        )
+
+    train_data = model_data(train)
+    val_data = model_data(val)
+    key = jax.random.key(int(seed))
+
+    settings: dict[str, Any] = {
+        "method": method,
+        "architecture": mlp.describe(),
+        "activation": activation,
+        "log_target": bool(log_target),
+        "seed": int(seed),
+        "dtype": dtype,
+        "prior_precision": 1.0,
+        "learn_noise": bool(learn_noise),
+    }
+    adapted: dict[str, np.ndarray] = {}
+    t_fit = time.perf_counter()
+    if method in MCMC_METHODS:
+        from sigmabnn.train import default_config, fit_mcmc
+
+        config = default_config(train.n, d)._replace(kernel=method, num_chains=int(num_chains), learn_noise=learn_noise)
+        if num_warmup is not None:
+            config = config._replace(num_warmup=int(num_warmup))
+        if num_samples is not None:
+            config = config._replace(num_samples=int(num_samples))
+        config = _replace_config(config, method_options, "MCMC")
+        try:
+            draws, info = fit_mcmc(key, bnn, train_data, config, val_data=val_data, progress=progress)
+        except ValueError as err:
+            if isinstance(err, InputError):
+                raise
+            raise InputError(" ".join(str(err).split())) from None
+        draws = jax.device_get(draws)
+        adapted = {k: np.asarray(v) for k, v in info.adapted._asdict().items()}
+        sampler = _mcmc_summary(bnn, draws, info, config, train_data.x)
+        timings = {
+            "map_seconds": float(info.map_seconds),
+            "sample_seconds": float(info.sample_seconds),
+        }
+        settings.update(
+            {
+                k: v
+                for k, v in config._asdict().items()
+                if k not in ("hyperprior", "map") and isinstance(v, int | float | str | bool | type(None))
+            }
+        )
+    else:
+        from sigmabnn.vi import VIConfig, fit_vi
+
+        config = VIConfig(method=method, learn_noise=bool(learn_noise))
+        if num_samples is not None:
+            config = config._replace(num_draws=int(num_samples))
+        config = _replace_config(config, method_options, "VI")
+        try:
+            draws, info = fit_vi(key, bnn, train_data, config, progress=progress)
+        except ValueError as err:
+            if isinstance(err, InputError):
+                raise
+            raise InputError(" ".join(str(err).split())) from None
+        draws = jax.device_get(draws)
+        loss = np.asarray(info.loss)
+        tail = loss[-max(1, loss.size // 20) :]
+        sampler = {
+            "final_loss": float(np.mean(tail)),
+            "final_kl": float(np.mean(np.asarray(info.kl)[-tail.size :])),
+            "num_steps": int(loss.size),
+        }
+        timings = {"vi_seconds": time.perf_counter() - t_fit}
+        settings.update(
+            {k: v for k, v in config._asdict().items() if isinstance(v, int | float | str | bool | type(None))}
+        )
+    timings["fit_seconds"] = time.perf_counter() - t_fit
+
+    noise_prec = np.asarray(draws.hyper.noise_precision, dtype=np.float64)
+    fitted = FittedModel(
+        bnn=bnn,
+        draws=draws,
+        x_transform=x_transform,
+        y_transform=y_transform,
+        feature_names=prepared.feature_names,
+        target_name=prepared.target_name,
+        derived=derived,
+        method=method,
+        settings=to_jsonable(settings),
+        adapted=adapted,
+        diagnostics={},
+        data_fingerprint=prepared.fingerprint,
+    )
+
+    t_metrics = time.perf_counter()
+    metrics: dict[str, Any] = {}
+    for name, split_ in (("train", train), ("val", val)):
+        if split_.n == 0:
+            continue
+        rows = _subset(split_.n, seed)
+        metrics[name] = evaluate(fitted, split_.x[rows], split_.y[rows])
+    timings["metrics_seconds"] = time.perf_counter() - t_metrics
+    timings["total_seconds"] = time.perf_counter() - t_start
+
+    report: dict[str, Any] = {
+        "data": {
+            "source": source,
+            "rows": prepared.n_rows,
+            "dropped": prepared.n_dropped,
+            "dropped_by_column": prepared.dropped_by_column,
+            "train": train.n,
+            "val": val.n,
+            "test": prepared.test.n,
+            "split": prepared.split_source,
+            "features": list(prepared.feature_names),
+            "skipped_columns": list(prepared.skipped_columns),
+            "fingerprint": prepared.fingerprint,
+        },
+        "model": {
+            "architecture": mlp.describe(),
+            "num_params": d,
+            "likelihood": likelihood.name,
+            "dtype": dtype,
+            "networks": int(draws.num_networks),
+        },
+        "method": method,
+        "sampler": sampler,
+        "noise_std": None
+        if noise_column is not None
+        else float(np.mean(1.0 / np.sqrt(noise_prec)) * float(y_transform.scale[0])),
+        "timings": timings,
+        "metrics": metrics,
+    }
+    report = to_jsonable(report)
+    return dataclasses.replace(fitted, diagnostics=report), report

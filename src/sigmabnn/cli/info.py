@@ -1,0 +1,107 @@
+"""``sigmabnn info MODEL``: what a model file holds (inputs, target, network, sampler, diagnostics)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sigmabnn.cli import common
+
+HELP = "describe a model file"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def describe(fitted: Any) -> dict[str, Any]:
+    """A JSON-ready summary of a :class:`~sigmabnn.fitted.FittedModel`."""
+    bnn = fitted.bnn
+    draws = fitted.draws
+    info: dict[str, Any] = {
+        "target": fitted.target_name,
+        "features": list(fitted.feature_names),
+        "derived": fitted.derived,
+        "log_target": bool(getattr(fitted.y_transform, "log10", False)),
+        "architecture": bnn.mlp.describe(),
+        "activations": list(bnn.mlp.activations),
+        "likelihood": bnn.likelihood.name,
+        "dtype": bnn.dtype,
+        "method": fitted.method,
+        "chains": draws.num_chains,
+        "draws_per_chain": draws.num_draws,
+        "networks": draws.num_networks,
+        "settings": fitted.settings,
+        "diagnostics": fitted.diagnostics,
+        "data_fingerprint": fitted.data_fingerprint,
+        "created": fitted.created,
+    }
+    return common.to_builtin(info)
+
+
+def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The essentials of :func:`describe` as ``(label, value)`` rows (``--json`` has everything)."""
+    diag = info.get("diagnostics") or {}
+    sampler, data = diag.get("sampler", {}), diag.get("data", {})
+    rows: list[tuple[str, Any]] = [
+        ("target", info["target"] + ("  (modelled as log10)" if info["log_target"] else "")),
+        ("features", info["features"]),
+    ]
+    if info["derived"]:
+        rows.append(("derived", "; ".join(f"{name}={expr}" for name, expr in info["derived"])))
+    rows += [
+        (
+            "network",
+            f"{info['architecture']} {info['activations'][0]}, {info['likelihood']} likelihood, {info['dtype']}",
+        ),
+        (
+            "draws",
+            f"{info['method']}: {info['chains']} chains x {info['draws_per_chain']} = {info['networks']} networks",
+        ),
+    ]
+    for key, label in (
+        ("acceptance", "acceptance"),
+        ("divergences", "divergences"),
+        ("rhat_predictions", "R-hat (predictions)"),
+        ("ess_bulk_predictions", "ESS bulk (predictions)"),
+    ):
+        if sampler.get(key) is not None:
+            rows.append((label, sampler[key]))
+    if diag.get("noise_std") is not None:
+        rows.append(("noise std", diag["noise_std"]))
+    val = (diag.get("metrics") or {}).get("val")
+    if val:
+        section = val.get("log10" if info["log_target"] else "original", {})
+        cov = section.get("coverage_interval", {})
+        rows.append(
+            (
+                "validation",
+                f"R^2 {common.format_value(section.get('r2'))}, RMSE {common.format_value(section.get('rmse'))}"
+                + "".join(f", coverage {lv} {common.format_value(v)}" for lv, v in cov.items())
+                + f" ({val.get('n')} rows)",
+            )
+        )
+    if data:
+        rows.append(("trained on", f"{data.get('train')} rows of {data.get('source') or 'a DataFrame'}"))
+    rows += [("data fingerprint", info["data_fingerprint"]), ("created", info["created"])]
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sigmabnn.io.model_file import load_model
+
+    path = Path(args.model)
+    fitted = load_model(path)
+    info = describe(fitted)
+    if args.json:
+        json.dump(info, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{path}  ({common.directory_size(path) / 1024:.1f} KiB)")
+    common.print_table(summary_rows(info))
+    return 0

@@ -1,0 +1,83 @@
+"""``sigmabnn predict MODEL DATA -o OUT``: predictive mean, std and intervals for every row of a table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sigmabnn.cli import common
+
+HELP = "predict with a model file: mean, std and intervals per row, as CSV"
+DESCRIPTION = (
+    "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
+    "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "
+    "for a log target also log10_mean, log10_std, ... in log10 space."
+)
+
+DEFAULT_LEVELS = (0.68, 0.95)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
+    p.add_argument("data", metavar="DATA", help="table with the model's input columns (.csv, .parquet)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV ('-' for stdout)")
+    p.add_argument(
+        "--level",
+        action="append",
+        type=common.level,
+        metavar="P",
+        help="central interval probability (repeatable; default 0.68 and 0.95)",
+    )
+    p.add_argument(
+        "--with-inputs", action="store_true", help="copy the columns of DATA in front of the prediction columns"
+    )
+    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="seed for noise samples")
+
+
+def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:
+    """Output columns, in order, from a :class:`sigmabnn.predict.Prediction`."""
+    import numpy as np
+
+    cols: dict[str, Any] = {
+        "mean": np.asarray(pred.mean),
+        "std": np.asarray(pred.std),
+        "epistemic_std": np.asarray(pred.epistemic_std),
+        "aleatoric_std": np.asarray(pred.aleatoric_std),
+    }
+    for lv in levels:
+        cols[f"lower_{common.level_label(lv)}"] = np.asarray(pred.lower[lv])
+        cols[f"upper_{common.level_label(lv)}"] = np.asarray(pred.upper[lv])
+    log = getattr(pred, "log_space", None)
+    if log is not None:
+        cols.update({f"log10_{name}": value for name, value in prediction_columns(log, levels).items()})
+    return {k: np.reshape(v, (np.shape(v)[0], -1))[:, 0] if np.ndim(v) > 1 else v for k, v in cols.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    model_path = args.model  # a directory; load_model names what is wrong with it
+    data_path = common.input_file(args.data, "data file")
+    out = common.output_file(args.out, "output file")
+    levels = tuple(dict.fromkeys(args.level or DEFAULT_LEVELS))
+
+    import jax
+    import pandas as pd
+
+    from sigmabnn.data.tables import read_table
+    from sigmabnn.io.atomic import atomic_write_text
+    from sigmabnn.io.model_file import load_model
+    from sigmabnn.predict import predict
+
+    fitted = load_model(model_path)
+    table = read_table(data_path)
+    pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed))
+    frame = pd.DataFrame(prediction_columns(pred, levels))
+    if args.with_inputs:
+        frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
+    text = frame.to_csv(index=False, float_format="%.10g")
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(out, text)
+    return 0

@@ -1,0 +1,218 @@
+"""``sigmabnn train DATA --target COL --out MODEL``: fit a BNN to a table and save it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from sigmabnn.cli import common
+
+HELP = "fit a BNN to a CSV/Parquet table and save the model file"
+DESCRIPTION = (
+    "Fit a Bayesian neural network to the columns of a CSV or Parquet table and save it as a model file. "
+    "Defaults: NUTS with 4 chains, MAP pretraining, warm-up and draws scaled to the data, the noise precision "
+    "learned from the data."
+)
+
+METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", metavar="DATA", help="training table (.csv, .csv.gz, .parquet)")
+    p.add_argument("--target", required=True, metavar="COL", help="column to predict")
+    p.add_argument(
+        "--features",
+        type=common.column_list,
+        metavar="A,B,C",
+        help="input columns (default: every numeric column except the target and the split column)",
+    )
+    split = p.add_mutually_exclusive_group()
+    split.add_argument(
+        "--split-column",
+        metavar="COL",
+        help="column whose values (train/val/test) assign rows to the training, validation and test sets",
+    )
+    split.add_argument(
+        "--split",
+        type=common.split_fractions,
+        metavar="TRAIN,VAL,TEST",
+        help="random split of the rows by fractions, e.g. 0.8,0.1,0.1 (reproducible with --seed)",
+    )
+    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="random seed (default 0)")
+    p.add_argument(
+        "--log-target",
+        action="store_true",
+        help="model log10 of the target (for positive targets spanning orders of magnitude)",
+    )
+    p.add_argument(
+        "--derive",
+        action="append",
+        default=[],
+        type=common.derive_expression,
+        metavar="NAME=EXPR",
+        help="add a derived input column, e.g. 'msum=m1+m2' (repeatable; stored in the model file)",
+    )
+    net = p.add_argument_group("network")
+    net.add_argument(
+        "--arch",
+        type=common.architecture,
+        metavar="WIDTHS",
+        help="layer widths including input and output, e.g. 5-20-20-1 (default: NFEATURES-20-20-1)",
+    )
+    net.add_argument("--activation", default=None, metavar="NAME", help="hidden-layer activation (default tanh)")
+    sampler = p.add_argument_group("sampler")
+    sampler.add_argument(
+        "--method",
+        choices=METHODS,
+        default="nuts",
+        help="nuts, hmc, mh (MCMC) or bbb, flipout (variational; --chains/--warmup ignored); default nuts",
+    )
+    sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")
+    sampler.add_argument(
+        "--warmup", type=common.nonnegative_int, metavar="N", help="warm-up steps per chain (default: scaled to data)"
+    )
+    sampler.add_argument(
+        "--draws", type=common.positive_int, metavar="N", help="kept draws per chain (default: scaled to data)"
+    )
+    sampler.add_argument(
+        "--fixed-noise",
+        type=common.positive_float,
+        metavar="PRECISION",
+        help="fix the noise precision 1/sigma^2 (standardised target units) instead of learning it",
+    )
+    p.add_argument(
+        "--out",
+        "-o",
+        required=True,
+        metavar="MODEL",
+        help="model to write (a directory holding model.json and arrays.npz)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
+
+
+def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments for :func:`sigmabnn.api.fit` from the parsed options (only those given)."""
+    kwargs: dict[str, Any] = {
+        "method": args.method,
+        "log_target": args.log_target,
+        "seed": args.seed,
+        "progress": not args.quiet,
+        "learn_noise": args.fixed_noise is None,
+        "derive": tuple(args.derive),
+    }
+    optional = {
+        "features": args.features,
+        "split_column": args.split_column,
+        "split": args.split,
+        "architecture": args.arch,
+        "activation": args.activation,
+        "num_chains": args.chains,
+        "num_warmup": args.warmup,
+        "num_samples": args.draws,
+        "noise_precision": args.fixed_noise,
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    return kwargs
+
+
+def run(args: argparse.Namespace) -> int:
+    data = common.input_file(args.data)
+    out = common.output_model(args.out)
+
+    from sigmabnn import api
+    from sigmabnn.io.model_file import save_model
+
+    start = time.perf_counter()
+    fitted, report = api.fit(data, args.target, **fit_kwargs(args))
+    save_model(fitted, out)
+    elapsed = time.perf_counter() - start
+    if not args.quiet:
+        print_summary(fitted, report, out, elapsed, file=sys.stdout)
+    return 0
+
+
+def _join(values: Any) -> str:
+    if isinstance(values, list | tuple):
+        return ", ".join(common.format_value(v) for v in values)
+    return common.format_value(values)
+
+
+def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float, file: Any = None) -> None:
+    """Closing summary: time, data, sampler health, train/validation metrics, where the model is."""
+    from sigmabnn.cli.evaluate import metric_rows
+
+    file = sys.stdout if file is None else file
+    data, model, sampler = report.get("data", {}), report.get("model", {}), report.get("sampler", {})
+    timings = report.get("timings", {})
+    phases = [
+        f"{label} {common.format_seconds(timings[key])}"
+        for key, label in (("map_seconds", "MAP"), ("sample_seconds", "sampling"), ("vi_seconds", "VI"))
+        if key in timings
+    ]
+    print(
+        f"\ntrained {fitted.target_name} ~ {', '.join(fitted.feature_names)} in {common.format_seconds(elapsed)}"
+        + (f" ({', '.join(phases)})" if phases else ""),
+        file=file,
+    )
+    rows: list[tuple[str, Any]] = []
+    if data:
+        rows.append(
+            ("rows", f"{data.get('train')} train, {data.get('val')} val, {data.get('test')} test ({data.get('split')})")
+        )
+        if data.get("dropped"):
+            by_col = ", ".join(f"{k}: {v}" for k, v in data.get("dropped_by_column", {}).items())
+            rows.append(("dropped", f"{data['dropped']} of {data.get('rows')} rows with missing values ({by_col})"))
+    if model:
+        rows.append(
+            (
+                "network",
+                f"{model.get('architecture')}, {model.get('num_params')} parameters, "
+                f"{model.get('likelihood')} likelihood, {model.get('dtype')}",
+            )
+        )
+    draws = fitted.draws
+    rows.append(
+        (
+            "draws",
+            f"{report.get('method', fitted.method)}: {draws.num_chains} chains x {draws.num_draws} "
+            f"= {draws.num_networks} networks",
+        )
+    )
+    for key, label in (
+        ("acceptance", "acceptance"),
+        ("divergences", "divergences"),
+        ("step_size", "step size"),
+        ("mean_integration_steps", "leapfrog steps/draw"),
+        ("rhat_predictions", "R-hat (predictions)"),
+        ("ess_bulk_predictions", "ESS bulk (predictions)"),
+        ("final_loss", "final loss"),
+    ):
+        if sampler.get(key) is not None:
+            rows.append((label, _join(sampler[key])))
+    if report.get("noise_std") is not None:
+        unit = "log10 units" if fitted.log_target else "target units"
+        rows.append(("noise std", f"{common.format_value(report['noise_std'])} ({unit})"))
+    common.print_table(rows, file=file)
+
+    metrics = report.get("metrics", {})
+    splits = [name for name in ("train", "val") if name in metrics]
+    if splits:
+        space = "log10" if fitted.log_target else "original"
+        table = {name: dict(metric_rows(metrics[name].get(space, {}))) for name in splits}
+        labels = [label for label, _ in metric_rows(metrics[splits[0]].get(space, {})) if "relative" not in label]
+        width = max(len(label) for label in labels) if labels else 0
+        print(f"  metrics ({space} space)", file=file)
+        print(f"    {''.ljust(width)}" + "".join(f"{name:>26}" for name in splits), file=file)
+        for label in labels:
+            cells = "".join(f"{common.format_value(table[n].get(label, '')):>26}" for n in splits)
+            print(f"    {label.ljust(width)}{cells}", file=file)
+    print(f"model written to {out}", file=file)
+    file.flush()
+    warnings = list(sampler.get("warnings", []) or [])
+    if data.get("dropped"):
+        n = data["dropped"]
+        warnings.append(f"dropped {n} row{'s' if n != 1 else ''} with missing or non-finite values")
+    for warning in warnings:
+        print(f"sigmabnn train: warning: {warning}", file=sys.stderr)

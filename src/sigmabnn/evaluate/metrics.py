@@ -1,0 +1,208 @@
+"""Accuracy and calibration metrics of a predictive distribution.
+
+The functions take plain arrays (``y``, predictive ``mean``, ``std``, ...,
+each ``[n]`` or ``[n, t]``; all entries are pooled) and return floats or
+dicts of floats. :func:`evaluate` scores a :class:`~sigmabnn.fitted.FittedModel`
+on labelled data in the log space of the target (``log10 y`` for a log
+target) and, for a log target, also in the original space.
+
+Definitions:
+
+- ``r2 = 1 - sum (y - mean)^2 / sum (y - ybar)^2``; ``rmse = sqrt(mean (y - mean)^2)``.
+- ``nll`` = minus the average log predictive density, with the predictive
+  density the equally weighted mixture of the per-draw Gaussians:
+  ``-(1/n) sum_n log((1/T) sum_t N(y_n; mu_t(x_n), sigma_t^2(x_n)))`` (nats).
+- standardized residuals ``z = (y - mean) / std``; a calibrated Gaussian
+  predictive has ``mean(z) ~ 0``, ``std(z) ~ 1``.
+- coverage at ``k`` sigma: the fraction with ``|z| <= k``, compared with the
+  Gaussian expectation ``erf(k / sqrt 2)`` (0.683, 0.954, 0.997, ...).
+- interval coverage: the fraction of ``y`` inside each central predictive
+  interval, to compare with its level.
+- relative-error quantiles of ``|mean - y| / |y|``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SIGMA_LEVELS",
+    "coverage_sigma",
+    "evaluate",
+    "interval_coverage",
+    "nll",
+    "r2",
+    "relative_error_quantiles",
+    "rmse",
+    "standardized_residuals",
+    "summary",
+]
+
+SIGMA_LEVELS = (1, 2, 3, 4, 5)
+RELATIVE_ERROR_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _flat(a: Any) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+def r2(y: Any, mean: Any) -> float:
+    """Coefficient of determination (``nan`` when ``y`` is constant)."""
+    y, m = _flat(y), _flat(mean)
+    ss_tot = float(np.sum(np.square(y - y.mean())))
+    ss_res = float(np.sum(np.square(y - m)))
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+
+
+def rmse(y: Any, mean: Any) -> float:
+    """Root mean squared error, in the units of ``y``."""
+    return float(np.sqrt(np.mean(np.square(_flat(y) - _flat(mean)))))
+
+
+def nll(y: Any, mu: Any, sigma: Any) -> float:
+    """Mean negative log predictive density of a Gaussian mixture, in nats.
+
+    Args:
+        y: ``[n]`` observations.
+        mu: ``[T, n]`` per-draw predictive means.
+        sigma: ``[T, n]`` per-draw predictive stds (> 0), or a scalar.
+    """
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    mu = np.asarray(mu, dtype=np.float64).reshape(-1, y.size)
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=np.float64), mu.shape)
+    logp = -0.5 * np.square((y - mu) / sigma) - np.log(sigma) - 0.5 * math.log(2 * math.pi)
+    top = logp.max(axis=0)
+    lpd = top + np.log(np.mean(np.exp(logp - top), axis=0))
+    return float(-lpd.mean())
+
+
+def standardized_residuals(y: Any, mean: Any, std: Any) -> np.ndarray:
+    """``z = (y - mean) / std``, flattened."""
+    return (_flat(y) - _flat(mean)) / _flat(std)
+
+
+def coverage_sigma(z: Any, ks: Sequence[int] = SIGMA_LEVELS) -> dict[str, dict[str, float]]:
+    """``{"1": {"observed": frac(|z| <= 1), "expected": erf(1/sqrt2)}, ...}``."""
+    z = np.abs(_flat(z))
+    return {str(k): {"observed": float(np.mean(z <= k)), "expected": math.erf(k / math.sqrt(2.0))} for k in ks}
+
+
+def interval_coverage(y: Any, lower: dict[float, Any], upper: dict[float, Any]) -> dict[str, float]:
+    """Fraction of ``y`` inside ``[lower, upper]`` per level, keyed ``"0.95"`` etc."""
+    y = _flat(y)
+    return {f"{lv:g}": float(np.mean((y >= _flat(lower[lv])) & (y <= _flat(upper[lv])))) for lv in lower}
+
+
+def relative_error_quantiles(y: Any, mean: Any, qs: Sequence[float] = RELATIVE_ERROR_QUANTILES) -> dict[str, float]:
+    """Quantiles of ``|mean - y| / |y|`` (rows with ``y = 0`` are skipped), plus ``"max"``."""
+    y, m = _flat(y), _flat(mean)
+    keep = y != 0
+    if not keep.any():
+        return {**{f"q{q:g}": float("nan") for q in qs}, "max": float("nan")}
+    rel = np.abs(m[keep] - y[keep]) / np.abs(y[keep])
+    return {**{f"q{q:g}": float(np.quantile(rel, q)) for q in qs}, "max": float(rel.max())}
+
+
+def summary(
+    y: Any,
+    mean: Any,
+    std: Any,
+    *,
+    lower: dict[float, Any] | None = None,
+    upper: dict[float, Any] | None = None,
+    log_density: Any = None,
+    relative: bool = True,
+) -> dict[str, Any]:
+    """All metrics of one space as a JSON-able dict.
+
+    ``log_density`` is the per-point log predictive density ``[n]``; ``nll`` is
+    its negative mean (omitted when not given). ``relative=False`` leaves out
+    the relative errors (meaningless for ``log10 y``, which crosses zero).
+    """
+    z = standardized_residuals(y, mean, std)
+    out: dict[str, Any] = {"r2": r2(y, mean), "rmse": rmse(y, mean)}
+    if log_density is not None:
+        out["nll"] = float(-np.mean(_flat(log_density)))
+    out["residual_mean"] = float(np.mean(z))
+    out["residual_std"] = float(np.std(z))
+    out["coverage_sigma"] = coverage_sigma(z)
+    if lower is not None and upper is not None:
+        out["coverage_interval"] = interval_coverage(y, lower, upper)
+    if relative:
+        out["relative_error"] = relative_error_quantiles(y, mean)
+    return out
+
+
+def _targets(fitted: Any, y_raw: Any) -> np.ndarray:
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None and isinstance(y_raw, pd.DataFrame):
+        from sigmabnn.data.tables import feature_matrix
+
+        return feature_matrix(y_raw, [fitted.target_name])
+    if pd is not None and isinstance(y_raw, pd.Series):
+        y_raw = y_raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.asarray(y_raw, dtype=np.float64)
+
+
+def evaluate(
+    fitted: Any,
+    x_raw: Any,
+    y_raw: Any,
+    *,
+    levels: Sequence[float] = (0.68, 0.95),
+    rng_key: Any = None,
+    chunk_size: int = 65536,
+) -> dict[str, Any]:
+    """Score ``fitted`` on labelled data; returns a JSON-able dict.
+
+    Args:
+        fitted: a :class:`~sigmabnn.fitted.FittedModel`.
+        x_raw: raw features ``[n, p]`` or a DataFrame with the raw columns.
+        y_raw: targets ``[n]`` / ``[n, t]`` in original units, or a DataFrame
+            holding the target column (e.g. the same table as ``x_raw``).
+        levels: central interval levels whose coverage is reported.
+        rng_key: key for the predictive samples behind the intervals.
+
+    Returns:
+        ``{"n": n, "target": name, "space": ..., "original": {...}}`` and, for
+        a log target, ``"log10": {...}`` with the same metrics of ``log10 y``.
+        Each section holds ``r2``, ``rmse``, ``nll``, ``residual_mean``,
+        ``residual_std``, ``coverage_sigma``, ``coverage_interval`` and
+        (original space only) ``relative_error`` (see the module docstring).
+    """
+    from sigmabnn.errors import DataError
+    from sigmabnn.predict import _predict_matrix, feature_matrix_for
+
+    x = feature_matrix_for(fitted, x_raw)
+    y = _targets(fitted, y_raw)
+    y = y[:, None] if y.ndim == 1 else y
+    if y.ndim != 2 or y.shape[0] != x.shape[0]:
+        raise DataError(f"{x.shape[0]} input rows but {y.shape[0]} targets")
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"{int(np.sum(~np.isfinite(y)))} target values are missing or non-finite")
+    if y.shape[1] != fitted.target_dim:
+        raise DataError(f"targets must have {fitted.target_dim} columns, got {y.shape[1]}")
+    if fitted.log_target and np.any(~(y > 0)):
+        raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
+    y_log = fitted.y_transform.to_log_space(y)
+    pred, lpd_log = _predict_matrix(fitted, x, levels=levels, rng_key=rng_key, chunk_size=chunk_size, y_log=y_log)
+    lpd = {"log": lpd_log}
+    if fitted.log_target:
+        lpd["orig"] = lpd_log - np.sum(np.log(y * math.log(10.0)), axis=1)  # density of y = 10**u
+    out: dict[str, Any] = {"n": int(x.shape[0]), "target": fitted.target_name}
+    if fitted.log_target:
+        lp = pred.log_space
+        out["log10"] = summary(
+            np.log10(y), lp.mean, lp.std, lower=lp.lower, upper=lp.upper, log_density=lpd["log"], relative=False
+        )
+        out["original"] = summary(y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=lpd["orig"])
+    else:
+        out["original"] = summary(y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=lpd["log"])
+    return out

@@ -1,0 +1,90 @@
+"""FittedModel: everything a trained surrogate is, and everything a model file holds.
+
+A :class:`FittedModel` bundles the network definition (:class:`~sigmabnn.model.BNN`),
+the posterior draws, the fitted input and target transforms, and the metadata
+needed to use and audit the model: input and target names, derived-feature
+expressions, the training method and its settings, adapted sampler parameters,
+a diagnostics summary and a fingerprint of the training data. It has no
+behaviour beyond small accessors: prediction lives in :mod:`sigmabnn.predict`,
+saving and loading in :mod:`sigmabnn.io.model_file`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sigmabnn.data.transforms import Standardizer, TargetTransform
+from sigmabnn.draws import PosteriorDraws
+from sigmabnn.model.posterior import BNN
+
+__all__ = ["FittedModel", "now_iso"]
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO 8601 with seconds, e.g. ``"2026-01-31T12:00:00+00:00"``."""
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True, eq=False)
+class FittedModel:
+    """A trained BNN surrogate.
+
+    Attributes:
+        bnn: architecture, prior, likelihood and dtype of the network.
+        draws: posterior draws; positions ``[chain, draw, num_params]`` (NumPy
+            or JAX arrays) in the model space of the transforms.
+        x_transform: standardisation of the inputs (fitted on training rows).
+        y_transform: optional log10 + standardisation of the target.
+        feature_names: network inputs in order (may include derived names).
+        target_name: the target column.
+        derived: ``(name, expression)`` pairs of derived features, in order of
+            evaluation; may be empty.
+        method: how the draws were made (``"nuts"``, ``"hmc"``, ``"mh"``, ``"bbb"``, ...).
+        settings: JSON-able method settings (chains, warm-up, ...).
+        adapted: adapted sampler parameters, name -> NumPy array (may be empty),
+            e.g. ``step_size`` ``[C]``, ``inverse_mass_matrix`` ``[C, d]``.
+        diagnostics: JSON-able summary (acceptance, divergences, timings, metrics).
+        data_fingerprint: ``"sha256:..."`` of the training arrays.
+        created: ISO 8601 creation time (UTC).
+    """
+
+    bnn: BNN
+    draws: PosteriorDraws
+    x_transform: Standardizer
+    y_transform: TargetTransform
+    feature_names: tuple[str, ...]
+    target_name: str
+    derived: tuple[tuple[str, str], ...] = ()
+    method: str = "nuts"
+    settings: dict[str, Any] = field(default_factory=dict)
+    adapted: dict[str, np.ndarray] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    data_fingerprint: str = ""
+    created: str = field(default_factory=now_iso)
+
+    @property
+    def num_features(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def num_networks(self) -> int:
+        """Sampled networks in total (chains x draws)."""
+        return self.draws.num_networks
+
+    @property
+    def log_target(self) -> bool:
+        """Whether the target is modelled as ``log10``."""
+        return self.y_transform.log10
+
+    @property
+    def target_dim(self) -> int:
+        """Number of target columns ``t``."""
+        return self.y_transform.standardizer.dim
+
+    def with_diagnostics(self, **entries: Any) -> FittedModel:
+        """A copy with ``entries`` merged into :attr:`diagnostics`."""
+        return replace(self, diagnostics={**self.diagnostics, **entries})

@@ -1,0 +1,386 @@
+"""MAP pretraining: Adam on the negative log-posterior, several starts at once.
+
+Samplers mix far better when their chains start near a mode than from a
+random initialisation, so every chain is started from its own maximum a
+posteriori (MAP) estimate, found by minimising
+
+    ``L(theta) = -log p(theta | h) - (n / m) log p(y_batch | f(x_batch; theta), h)``
+
+with Optax's Adam (Kingma & Ba 2015) at fixed hyperparameters ``h``: the full
+negative log-posterior (minus eq. 4.24's potential energy) when the batch is
+the whole data set (``m = n``), an unbiased minibatch estimate of it otherwise.
+
+Starts run in parallel (``jax.vmap`` over a leading start axis, one start per
+chain); the step loop is a ``lax.scan`` over chunks of ``eval_every`` steps, and
+after each chunk a monitored loss decides early stopping: the validation
+negative log-likelihood per point when validation data are given, otherwise
+the full training objective per point. Each start keeps its best parameters
+(lowest monitored loss), stops after ``patience`` steps without improvement,
+and the loop ends when every start has stopped or ``num_steps`` is reached.
+
+A start whose log-posterior is non-finite (at its initial point, or at the
+end of its optimisation) is restarted from a fresh random draw, at most
+``max_retries`` times; then :class:`MAPError` is raised.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from sigmabnn.model.mlp import flatten, init_params, num_params
+from sigmabnn.model.posterior import BNN, Data, Hyperparameters
+
+Array = jax.Array
+
+__all__ = ["MAPConfig", "MAPError", "MAPInfo", "cast_data", "draw_starts", "pretrain_map"]
+
+_INITS = ("glorot", "prior")
+
+
+class MAPError(RuntimeError):
+    """MAP pretraining could not produce a start with a finite log-posterior."""
+
+
+class MAPConfig(NamedTuple):
+    """Settings of MAP pretraining.
+
+    Attributes:
+        learning_rate: Adam step size (units of the parameters per step).
+        num_steps: maximum number of optimiser steps.
+        num_epochs: if set, overrides ``num_steps`` with
+            ``num_epochs * (n // batch_size)`` (one step per epoch when full batch).
+        batch_size: minibatch size ``m``; ``None`` (or ``>= n``) is full batch.
+            Minibatch log-likelihoods are scaled by ``n / m``.
+        patience: stop a start after this many steps without improvement of
+            the monitored loss (checked every ``eval_every`` steps); ``None``
+            disables early stopping (the best parameters are still kept).
+        eval_every: steps per ``lax.scan`` chunk, i.e. between checks of the
+            monitored loss.
+        init: initial parameters: ``"glorot"`` (Glorot-normal kernels, zero
+            biases) or ``"prior"`` (a draw from the BNN's prior at the given
+            hyperparameters). Restarts draw afresh from the same distribution.
+        max_retries: restarts allowed per start when its log-posterior is
+            non-finite, before :class:`MAPError` is raised.
+    """
+
+    learning_rate: float = 1e-2
+    num_steps: int = 2000
+    num_epochs: int | None = None
+    batch_size: int | None = None
+    patience: int | None = 200
+    eval_every: int = 50
+    init: str = "glorot"
+    max_retries: int = 5
+
+
+class MAPInfo(NamedTuple):
+    """What happened during MAP pretraining (host NumPy arrays).
+
+    Attributes:
+        loss_history: ``[num_starts, num_steps_run]`` training objective L at
+            every step (minibatch estimate when minibatching), in nats; the
+            successful attempt of each start; NaN-padded when starts ran for
+            different numbers of steps.
+        monitor_history: ``[num_starts, num_checks]`` monitored loss (nats per
+            point) at step 0 and after every chunk until the start stopped (NaN after).
+        best_step: ``[num_starts]`` step at which the kept parameters were reached.
+        best_loss: ``[num_starts]`` monitored loss of the kept parameters (nats per point).
+        val_loss: ``[num_starts]`` validation negative log-likelihood per point
+            of the kept parameters, or ``None`` without validation data.
+        num_steps_run: ``[num_starts]`` steps each start ran before it stopped, in the
+            successful attempt (``loss_history`` is NaN after that).
+        num_retries: ``[num_starts]`` restarts each start needed.
+        num_grad_evals: gradient evaluations computed, all starts and attempts
+            (stopped starts keep being evaluated until every start in their batch has stopped).
+    """
+
+    loss_history: np.ndarray
+    monitor_history: np.ndarray
+    best_step: np.ndarray
+    best_loss: np.ndarray
+    val_loss: np.ndarray | None
+    num_steps_run: np.ndarray
+    num_retries: np.ndarray
+    num_grad_evals: int
+
+
+class _Track(NamedTuple):
+    """Per-start early-stopping bookkeeping (leaves carry the start axis when vmapped)."""
+
+    best_position: Array
+    best_loss: Array
+    best_step: Array
+    since: Array  # steps since the last improvement
+    stopped: Array
+
+
+def cast_data(bnn: BNN, data: Data) -> Data:
+    """``data`` with floating arrays cast to the BNN's dtype (integer labels are left alone)."""
+
+    def cast(a):
+        if a is None:
+            return None
+        a = jnp.asarray(a)
+        return a.astype(bnn.jdtype) if jnp.issubdtype(a.dtype, jnp.floating) else a
+
+    return Data(cast(data.x), cast(data.y), cast(data.noise_std))
+
+
+def draw_starts(rng_key: Array, bnn: BNN, hyper: Hyperparameters, num: int, init: str = "glorot") -> Array:
+    """``num`` random flat parameter vectors ``[num, num_params]`` (``init``: ``"glorot"`` or ``"prior"``)."""
+    if init not in _INITS:
+        raise ValueError(f"unknown MAP init {init!r}; choose from {', '.join(_INITS)}")
+
+    def one(key):
+        if init == "glorot":
+            params = init_params(key, bnn.mlp, bnn.jdtype)
+        else:
+            params = bnn.prior.sample(key, bnn.mlp, hyper.weight_precision, hyper.bias_precision, bnn.jdtype)
+        return flatten(params)
+
+    return jax.vmap(one)(jax.random.split(rng_key, num))
+
+
+def _validate(config: MAPConfig, n: int, num_starts: int) -> None:
+    if n < 1:
+        raise ValueError("MAP pretraining needs at least one data point")
+    if num_starts < 1:
+        raise ValueError(f"num_starts must be >= 1, got {num_starts}")
+    if not config.learning_rate > 0:
+        raise ValueError(f"MAP learning_rate must be positive, got {config.learning_rate}")
+    if config.num_steps < 1 and config.num_epochs is None:
+        raise ValueError(f"MAP num_steps must be >= 1, got {config.num_steps}")
+    if config.num_epochs is not None and config.num_epochs < 1:
+        raise ValueError(f"MAP num_epochs must be >= 1, got {config.num_epochs}")
+    if config.batch_size is not None and config.batch_size < 1:
+        raise ValueError(f"MAP batch_size must be >= 1, got {config.batch_size}")
+    if config.eval_every < 1:
+        raise ValueError(f"MAP eval_every must be >= 1, got {config.eval_every}")
+    if config.patience is not None and config.patience < 1:
+        raise ValueError(f"MAP patience must be >= 1 or None, got {config.patience}")
+    if config.max_retries < 0:
+        raise ValueError(f"MAP max_retries must be >= 0, got {config.max_retries}")
+    if config.init not in _INITS:
+        raise ValueError(f"unknown MAP init {config.init!r}; choose from {', '.join(_INITS)}")
+
+
+def pretrain_map(
+    rng_key: Array,
+    bnn: BNN,
+    data: Data,
+    hyper: Hyperparameters,
+    config: MAPConfig | None = None,
+    val_data: Data | None = None,
+    num_starts: int = 1,
+    initial_positions: Array | None = None,
+) -> tuple[Array, MAPInfo]:
+    """MAP estimates from ``num_starts`` independent starts.
+
+    Args:
+        rng_key: PRNG key (initial draws, restarts, minibatch shuffling).
+        bnn: the model; its dtype is the dtype of the result.
+        data: training data (cast to the BNN's dtype).
+        hyper: fixed hyperparameters (unbatched) at which the posterior is maximised.
+        config: :class:`MAPConfig` (default settings when ``None``).
+        val_data: optional validation data for early stopping.
+        num_starts: number of independent starts (one per chain).
+        initial_positions: optional ``[num_starts, num_params]`` first starts;
+            restarts are still random draws.
+
+    Returns:
+        ``(positions [num_starts, num_params], MAPInfo)``: each start's best
+        parameters (lowest monitored loss), all with finite log-posterior.
+
+    Raises:
+        ValueError: invalid settings or shapes.
+        MAPError: a start still has a non-finite log-posterior after ``max_retries`` restarts.
+    """
+    config = MAPConfig() if config is None else config
+    data = cast_data(bnn, data)
+    n = int(data.x.shape[0])
+    _validate(config, n, num_starts)
+    if val_data is not None:
+        val_data = cast_data(bnn, val_data)
+        if int(val_data.x.shape[0]) < 1:
+            raise ValueError("validation data are empty")
+    d = num_params(bnn.mlp)
+    if initial_positions is not None:
+        initial_positions = jnp.asarray(initial_positions, bnn.jdtype)
+        if initial_positions.shape != (num_starts, d):
+            raise ValueError(f"initial_positions must have shape ({num_starts}, {d}), got {initial_positions.shape}")
+    hyper = jax.tree_util.tree_map(lambda a: jnp.asarray(a, bnn.jdtype), hyper)
+
+    batch_size = config.batch_size if config.batch_size is not None and config.batch_size < n else None
+    steps_per_epoch = n // batch_size if batch_size is not None else 1
+    num_steps = config.num_epochs * steps_per_epoch if config.num_epochs is not None else config.num_steps
+    chunk = min(config.eval_every, num_steps)
+    num_chunks = math.ceil(num_steps / chunk)
+    patience = config.patience if config.patience is not None else num_steps + chunk
+
+    run = _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk)
+    logpost = jax.jit(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data)))
+
+    best = [None] * num_starts
+    retries = np.zeros(num_starts, dtype=np.int64)
+    pending = np.arange(num_starts)
+    num_grad_evals = 0
+    attempt = 0
+    while pending.size:
+        if attempt > config.max_retries:
+            raise MAPError(
+                f"MAP pretraining: {pending.size} of {num_starts} starts still have a non-finite log-posterior "
+                f"after {config.max_retries} restarts (check the data for NaN/inf and the hyperparameters)"
+            )
+        key = jax.random.fold_in(rng_key, attempt)
+        key_draw, key_run = jax.random.split(key)
+        if attempt == 0 and initial_positions is not None:
+            starts = initial_positions
+        else:
+            starts = draw_starts(key_draw, bnn, hyper, num_starts, config.init)[pending]
+        retries[pending] = attempt
+        ok_init = np.asarray(jnp.isfinite(logpost(starts)))
+        run_idx = pending[ok_init]
+        if run_idx.size:
+            keys = jax.random.split(key_run, num_starts)[run_idx]
+            result = run(keys, starts[ok_init], num_chunks, patience)
+            num_grad_evals += int(result.pop("computed"))
+            ok_end = np.asarray(jnp.isfinite(logpost(result["position"])))
+            for j, i in enumerate(run_idx):
+                if ok_end[j]:
+                    best[i] = {k: v[j] for k, v in result.items()}
+        pending = np.array([i for i in range(num_starts) if best[i] is None], dtype=np.int64)
+        attempt += 1
+
+    positions = jnp.stack([b["position"] for b in best])
+    width = max(b["loss_history"].shape[0] for b in best)
+    pad = lambda a: np.concatenate([a, np.full(width - a.shape[0], np.nan, a.dtype)])
+    width_m = max(b["monitor_history"].shape[0] for b in best)
+    pad_m = lambda a: np.concatenate([a, np.full(width_m - a.shape[0], np.nan, a.dtype)])
+    info = MAPInfo(
+        loss_history=np.stack([pad(b["loss_history"]) for b in best]),
+        monitor_history=np.stack([pad_m(b["monitor_history"]) for b in best]),
+        best_step=np.array([b["best_step"] for b in best]),
+        best_loss=np.array([b["best_loss"] for b in best]),
+        val_loss=None if val_data is None else np.array([b["val_loss"] for b in best]),
+        num_steps_run=np.array([b["num_steps_run"] for b in best]),
+        num_retries=retries,
+        num_grad_evals=num_grad_evals,
+    )
+    return positions, info
+
+
+def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk):
+    """The vmapped, jitted chunk loop; returns ``run(keys [k], starts [k, d], num_chunks, patience) -> dict``."""
+    n = int(data.x.shape[0])
+    optimizer = optax.adam(config.learning_rate)
+
+    def batch_at(key, step):
+        if batch_size is None:
+            return data, 1.0
+        epoch = step // steps_per_epoch
+        perm = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+        idx = jax.lax.dynamic_slice(perm, ((step % steps_per_epoch) * batch_size,), (batch_size,))
+        take = lambda a: None if a is None else a[idx]
+        return Data(take(data.x), take(data.y), take(data.noise_std)), n / batch_size
+
+    def objective(position, batch, scale):
+        return -(bnn.log_prior(position, hyper) + scale * bnn.log_likelihood(position, hyper, batch))
+
+    def monitor(position):
+        if val_data is not None:
+            return -bnn.log_likelihood(position, hyper, val_data) / val_data.x.shape[0]
+        return objective(position, data, 1.0) / n
+
+    def chunk_one(key, position, opt_state, step0):
+        def body(carry, i):
+            pos, st = carry
+            step = step0 + i
+            batch, scale = batch_at(key, step)
+            loss, grad = jax.value_and_grad(objective)(pos, batch, scale)
+            updates, st_new = optimizer.update(grad, st, pos)
+            pos_new = optax.apply_updates(pos, updates)
+            active = step < num_steps
+            pos = jnp.where(active, pos_new, pos)
+            st = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), st_new, st)
+            return (pos, st), loss
+
+        (position, opt_state), losses = jax.lax.scan(body, (position, opt_state), jnp.arange(chunk))
+        return position, opt_state, losses
+
+    def track_one(track, position, step, patience):
+        loss = monitor(position)
+        finite = jnp.isfinite(loss)
+        improved = finite & (loss < track.best_loss) & ~track.stopped
+        since = jnp.where(improved, 0, track.since + chunk)
+        return _Track(
+            best_position=jnp.where(improved, position, track.best_position),
+            best_loss=jnp.where(improved, loss, track.best_loss),
+            best_step=jnp.where(improved, step, track.best_step),
+            since=since,
+            stopped=track.stopped | ~finite | (since >= patience) | (step >= num_steps),
+        ), loss
+
+    def init_one(position):
+        loss = monitor(position)
+        return _Track(
+            position,
+            jnp.where(jnp.isfinite(loss), loss, jnp.inf),
+            jnp.zeros((), jnp.int32),
+            jnp.zeros((), jnp.int32),
+            ~jnp.isfinite(loss),
+        ), loss
+
+    chunk_all = jax.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None)))
+    track_all = jax.jit(jax.vmap(track_one, in_axes=(0, 0, None, None)))
+    init_all = jax.jit(jax.vmap(init_one))
+    val_all = (
+        None
+        if val_data is None
+        else jax.jit(jax.vmap(lambda p: -bnn.log_likelihood(p, hyper, val_data) / val_data.x.shape[0]))
+    )
+
+    def run(keys, starts, num_chunks, patience):
+        positions = starts
+        opt_states = jax.vmap(optimizer.init)(positions)
+        track, loss0 = init_all(positions)
+        k = starts.shape[0]
+        losses, monitors = [], [np.asarray(loss0)]
+        stop_step = np.where(np.asarray(track.stopped), 0, -1)
+        steps_run = 0
+        for c in range(num_chunks):
+            step0 = c * chunk
+            positions, opt_states, chunk_losses = chunk_all(keys, positions, opt_states, jnp.asarray(step0))
+            steps_run = min(step0 + chunk, num_steps)
+            track, mon = track_all(track, positions, jnp.asarray(steps_run, jnp.int32), patience)
+            losses.append(np.asarray(chunk_losses))
+            # a stopped start keeps being updated (it shares the vmapped loop) but is no longer recorded
+            monitors.append(np.where(stop_step >= 0, np.nan, np.asarray(mon)))
+            stopped = np.asarray(track.stopped)
+            stop_step[(stop_step < 0) & stopped] = steps_run
+            if stopped.all():
+                break
+        stop_step[stop_step < 0] = steps_run
+        loss_hist = np.concatenate(losses, axis=1)[:, :steps_run] if losses else np.zeros((k, 0))
+        loss_hist = np.where(np.arange(loss_hist.shape[1])[None, :] < stop_step[:, None], loss_hist, np.nan)
+        mon_hist = np.stack(monitors, axis=1)
+        computed = steps_run * k
+        val = None if val_all is None else np.asarray(val_all(track.best_position))
+        out = {
+            "position": track.best_position,
+            "loss_history": loss_hist,
+            "monitor_history": mon_hist,
+            "best_step": np.asarray(track.best_step),
+            "best_loss": np.asarray(track.best_loss),
+            "num_steps_run": stop_step,
+            "computed": computed,
+            "val_loss": np.zeros(starts.shape[0]) if val is None else val,
+        }
+        return out
+
+    return run

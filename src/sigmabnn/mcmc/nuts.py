@@ -1,0 +1,361 @@
+"""The No-U-Turn Sampler: multinomial NUTS with the generalized U-turn criterion, built iteratively.
+
+Algorithm (Hoffman & Gelman 2014, JMLR 15:1593, in the modern form of Stan's
+``base_nuts``; Betancourt 2017, arXiv:1701.02434, sec. A.3-A.4):
+
+* Draw ``p ~ N(0, M)``; the trajectory is the single point ``z0``.
+* Doubling ``j = 0, 1, ..., max_tree_depth - 1``: pick a direction uniformly,
+  and integrate a new subtree of ``2^j`` leapfrog steps beyond that end of the
+  trajectory. Each state ``z`` has weight ``w = exp(H0 - H(z))``.
+* Within a subtree the proposal is drawn with probability proportional to
+  ``w`` (uniform multinomial sampling, done progressively leaf by leaf).
+  Between the old trajectory and a complete valid subtree it is *biased*
+  progressive sampling: the subtree's proposal replaces the current sample
+  with probability ``min(1, W_subtree / W_old)``.
+* A subtree is invalid, and the transition stops without using it, if a leaf
+  diverges (``H - H0 > divergence_threshold`` or non-finite) or if any of its
+  balanced sub-subtrees satisfies the generalized U-turn criterion
+  (:func:`sigmabnn.mcmc.metrics.turning_from_velocities`), checked on every
+  merged pair of halves *and* on each half extended by the first/last state
+  of the other half (the additional checks Stan added in 2.23, which catch
+  U-turns that the two-ends test misses on near-periodic trajectories).
+* After a valid subtree the same three checks are made on the merged
+  trajectory; a U-turn there ends the transition (keeping the subtree).
+
+Iterative construction (no recursion inside ``jit``): the recursive
+definition checks, after leaf ``n`` of a subtree (0-based), every balanced
+node that this leaf completes, i.e. the ``K = trailing_ones(n)`` nodes covering
+leaves ``[n + 1 - 2^k, n]`` for ``k = 1..K``. A node at level ``k`` needs,
+for its first leaf ``a = n + 1 - 2^k`` and for the first leaf ``c = n + 1 -
+2^(k-1)`` of its second half: the momentum, velocity, the momentum sum
+before the leaf, and the momentum/velocity of the leaf just before. Leaf
+``m`` is recorded in checkpoint row ``popcount(m)``: the first leaves
+``a_k`` of the nodes completed at ``n`` sit in rows ``popcount(n) - k``, and no
+leaf between ``a_k`` and ``n`` has a popcount as small as ``a_k``'s, so the rows
+are still intact when read. This needs ``max_tree_depth`` rows of ``[d]``
+arrays (the same idea as the iterative NUTS of Phan, Pradhan & Jankowiak
+2019, arXiv:1912.11554, derived here independently).
+
+Random numbers: ``key_momentum, key_tree = split(rng_key)``; doubling ``j``
+uses ``split(fold_in(key_tree, j), 3)`` for (direction, within-subtree
+sampling, subtree acceptance); leaf ``n`` of a subtree uses
+``uniform(fold_in(key_subtree, n))``. ``tests/mcmc/nuts_reference.py`` is a
+plain recursive implementation consuming the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sigmabnn.mcmc.hmc import HMCState
+from sigmabnn.mcmc.hmc import init as init
+from sigmabnn.mcmc.integrators import IntegratorState, velocity_verlet
+from sigmabnn.mcmc.metrics import gaussian_euclidean, turning_from_velocities
+
+Array = jax.Array
+
+__all__ = ["HMCState", "NUTSInfo", "build_kernel", "init"]
+
+
+class NUTSInfo(NamedTuple):
+    """Diagnostics of one NUTS transition.
+
+    Attributes:
+        acceptance_rate: scalar, mean over every leapfrog step of the
+            transition (including those of a rejected last subtree) of
+            ``min(1, exp(H0 - H))``; what dual averaging consumes.
+        is_divergent: bool, a leaf had energy error above the threshold or a
+            non-finite log-density/gradient.
+        energy: scalar Hamiltonian ``-log pi(q) + K(p)`` of the selected state.
+        num_integration_steps: int32 number of leapfrog steps (gradient evaluations).
+        tree_depth: int32 number of successful doublings (Stan's ``treedepth__``);
+            the trajectory has ``2^tree_depth`` states when it ended on a U-turn
+            of the merged trajectory or on ``max_tree_depth``.
+        num_trajectory_expansions: int32 number of subtrees started,
+            ``tree_depth + 1`` when the last one was invalid (divergent or
+            internally turning), else ``tree_depth``.
+    """
+
+    acceptance_rate: Array
+    is_divergent: Array
+    energy: Array
+    num_integration_steps: Array
+    tree_depth: Array
+    num_trajectory_expansions: Array
+
+
+class _Proposal(NamedTuple):
+    position: Array
+    logdensity: Array
+    logdensity_grad: Array
+    energy: Array
+
+
+class _Checkpoints(NamedTuple):
+    """Per-row records of leaves (row = popcount of the leaf index within its subtree), each ``[depth, d]``."""
+
+    momentum: Array
+    velocity: Array
+    momentum_sum_before: Array
+    previous_momentum: Array
+    previous_velocity: Array
+
+
+class _Subtree(NamedTuple):
+    end: IntegratorState
+    end_velocity: Array
+    leaf: Array  # int32 index of the next leaf
+    momentum_sum: Array
+    proposal: _Proposal
+    log_sum_weight: Array
+    checkpoints: _Checkpoints
+    num_steps: Array
+    sum_accept_prob: Array
+    is_divergent: Array
+    is_turning: Array
+
+
+class _Trajectory(NamedTuple):
+    left: IntegratorState
+    left_velocity: Array
+    right: IntegratorState
+    right_velocity: Array
+    momentum_sum: Array
+    proposal: _Proposal
+    log_sum_weight: Array
+    checkpoints: _Checkpoints
+    depth: Array
+    num_expansions: Array
+    num_steps: Array
+    sum_accept_prob: Array
+    is_divergent: Array
+    is_turning: Array
+
+
+def _popcount(n: Array) -> Array:
+    return jax.lax.population_count(n)
+
+
+def _trailing_ones(n: Array) -> Array:
+    # n ^ (n + 1) = 2^(t + 1) - 1 where t is the number of trailing one bits of n
+    return jax.lax.population_count(n ^ (n + 1)) - 1
+
+
+def build_kernel(
+    max_tree_depth: int = 10, divergence_threshold: float = 1000.0
+) -> Callable[..., tuple[HMCState, NUTSInfo]]:
+    """Build the NUTS transition kernel.
+
+    Args:
+        max_tree_depth: maximum number of doublings (static int ``>= 1``); a
+            transition takes at most ``2^max_tree_depth - 1`` leapfrog steps.
+        divergence_threshold: energy error (nats) above which a leaf is divergent.
+
+    Returns:
+        ``kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix)
+        -> (HMCState, NUTSInfo)`` with ``state`` from :func:`init`,
+        ``step_size`` a positive scalar and ``inverse_mass_matrix`` ``[d]`` or
+        ``[d, d]``. Jit- and vmap-able; keeps the dtype of ``state.position``.
+
+    Raises:
+        ValueError: if ``max_tree_depth < 1``.
+    """
+    max_tree_depth = int(max_tree_depth)
+    if max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be >= 1, got {max_tree_depth}")
+    num_rows = max_tree_depth
+    levels = jnp.arange(1, max(num_rows, 2), dtype=jnp.int32)  # node levels k = 1..max_tree_depth-1
+
+    def kernel(
+        rng_key: Array,
+        state: HMCState,
+        logdensity_fn: Callable[[Array], Array],
+        step_size: Array | float,
+        inverse_mass_matrix: Array,
+    ) -> tuple[HMCState, NUTSInfo]:
+        key_momentum, key_tree = jax.random.split(rng_key)
+        position = state.position
+        dtype = position.dtype
+        metric = gaussian_euclidean(inverse_mass_matrix)
+        step = velocity_verlet(logdensity_fn, metric)
+        eps = jnp.asarray(step_size, dtype)
+        threshold = jnp.asarray(divergence_threshold, dtype)
+
+        momentum = metric.sample_momentum(key_momentum, position)
+        velocity = metric.velocity(momentum)
+        energy0 = (0.5 * jnp.dot(momentum, velocity) - state.logdensity).astype(dtype)
+        z0 = IntegratorState(position, momentum, state.logdensity, state.logdensity_grad)
+
+        def leaf_step(sub: _Subtree, signed_eps: Array, key_subtree: Array) -> _Subtree:
+            """One leapfrog step, progressive sampling and the U-turn checks it completes."""
+            n = sub.leaf
+            previous_momentum, previous_velocity = sub.end.momentum, sub.end_velocity
+            new = step(sub.end, signed_eps)
+            v = metric.velocity(new.momentum)
+            energy = (0.5 * jnp.dot(new.momentum, v) - new.logdensity).astype(dtype)
+            finite = jnp.isfinite(energy) & jnp.all(jnp.isfinite(new.logdensity_grad))
+            energy = jnp.where(finite, energy, jnp.inf)
+            is_divergent = energy - energy0 > threshold
+            log_weight = energy0 - energy
+            accept_prob = jnp.exp(jnp.minimum(log_weight, 0.0))
+
+            # progressive uniform (multinomial) sampling within the subtree
+            log_sum_weight = jnp.logaddexp(sub.log_sum_weight, log_weight)
+            u = jax.random.uniform(jax.random.fold_in(key_subtree, n), (), dtype)
+            take = finite & (u < jnp.exp(log_weight - log_sum_weight))
+            proposal = jax.tree.map(
+                lambda a, b: jnp.where(take, a, b),
+                _Proposal(new.position, new.logdensity, new.logdensity_grad, energy),
+                sub.proposal,
+            )
+
+            # record leaf n in row popcount(n)
+            momentum_sum_before = sub.momentum_sum
+            momentum_sum = momentum_sum_before + new.momentum
+            row = _popcount(n)
+            ck = sub.checkpoints
+            ck = _Checkpoints(
+                ck.momentum.at[row].set(new.momentum),
+                ck.velocity.at[row].set(v),
+                ck.momentum_sum_before.at[row].set(momentum_sum_before),
+                ck.previous_momentum.at[row].set(previous_momentum),
+                ck.previous_velocity.at[row].set(previous_velocity),
+            )
+
+            # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n))
+            active = levels <= _trailing_ones(n)
+            row_a = jnp.maximum(row - levels, 0)  # first leaf of the node
+            row_c = jnp.maximum(row - levels + 1, 0)  # first leaf of its second half
+            sum_a = ck.momentum_sum_before[row_a]
+            sum_c = ck.momentum_sum_before[row_c]
+            turn_node = turning_from_velocities(ck.velocity[row_a], v, momentum_sum - sum_a)
+            turn_first = turning_from_velocities(
+                ck.velocity[row_a], ck.velocity[row_c], sum_c - sum_a + ck.momentum[row_c]
+            )
+            turn_second = turning_from_velocities(
+                ck.previous_velocity[row_c], v, momentum_sum - sum_c + ck.previous_momentum[row_c]
+            )
+            is_turning = jnp.any(active & (turn_node | turn_first | turn_second))
+
+            return _Subtree(
+                end=new,
+                end_velocity=v,
+                leaf=n + 1,
+                momentum_sum=momentum_sum,
+                proposal=proposal,
+                log_sum_weight=log_sum_weight,
+                checkpoints=ck,
+                num_steps=sub.num_steps + 1,
+                sum_accept_prob=sub.sum_accept_prob + accept_prob,
+                is_divergent=is_divergent,
+                is_turning=is_turning,
+            )
+
+        def expand(traj: _Trajectory) -> _Trajectory:
+            """Build one subtree of depth ``traj.depth`` in a random direction and merge it."""
+            key_direction, key_subtree, key_accept = jax.random.split(
+                jax.random.fold_in(key_tree, traj.num_expansions), 3
+            )
+            forward = jax.random.bernoulli(key_direction)
+            pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(forward, x, y), a, b)  # noqa: E731
+            start, start_velocity = pick((traj.right, traj.right_velocity), (traj.left, traj.left_velocity))
+            far_velocity = jnp.where(forward, traj.left_velocity, traj.right_velocity)
+            signed_eps = jnp.where(forward, eps, -eps)
+            num_leaves = jnp.left_shift(jnp.int32(1), traj.depth)
+
+            sub = _Subtree(
+                end=start,
+                end_velocity=start_velocity,
+                leaf=jnp.int32(0),
+                momentum_sum=jnp.zeros_like(momentum),
+                proposal=traj.proposal,
+                log_sum_weight=jnp.asarray(-jnp.inf, dtype),
+                checkpoints=traj.checkpoints,
+                num_steps=traj.num_steps,
+                sum_accept_prob=traj.sum_accept_prob,
+                is_divergent=jnp.asarray(False),
+                is_turning=jnp.asarray(False),
+            )
+            sub = jax.lax.while_loop(
+                lambda s: (s.leaf < num_leaves) & ~s.is_divergent & ~s.is_turning,
+                lambda s: leaf_step(s, signed_eps, key_subtree),
+                sub,
+            )
+            valid = ~sub.is_divergent & ~sub.is_turning
+
+            # biased progressive sampling between the old trajectory and the new subtree
+            u = jax.random.uniform(key_accept, (), dtype)
+            take = valid & (u < jnp.exp(sub.log_sum_weight - traj.log_sum_weight))
+            proposal = jax.tree.map(lambda a, b: jnp.where(take, a, b), sub.proposal, traj.proposal)
+            log_sum_weight = jnp.where(
+                valid, jnp.logaddexp(traj.log_sum_weight, sub.log_sum_weight), traj.log_sum_weight
+            )
+
+            # U-turn checks on the merged trajectory (both ends, and each part extended across the boundary)
+            first_momentum, first_velocity = sub.checkpoints.momentum[0], sub.checkpoints.velocity[0]
+            momentum_sum = traj.momentum_sum + sub.momentum_sum
+            turning = (
+                turning_from_velocities(far_velocity, sub.end_velocity, momentum_sum)
+                | turning_from_velocities(far_velocity, first_velocity, traj.momentum_sum + first_momentum)
+                | turning_from_velocities(start_velocity, sub.end_velocity, sub.momentum_sum + start.momentum)
+            )
+
+            left, left_velocity = pick((traj.left, traj.left_velocity), (sub.end, sub.end_velocity))
+            right, right_velocity = pick((sub.end, sub.end_velocity), (traj.right, traj.right_velocity))
+            return _Trajectory(
+                left=left,
+                left_velocity=left_velocity,
+                right=right,
+                right_velocity=right_velocity,
+                momentum_sum=momentum_sum,
+                proposal=proposal,
+                log_sum_weight=log_sum_weight,
+                checkpoints=sub.checkpoints,
+                depth=traj.depth + valid.astype(jnp.int32),
+                num_expansions=traj.num_expansions + 1,
+                num_steps=sub.num_steps,
+                sum_accept_prob=sub.sum_accept_prob,
+                is_divergent=sub.is_divergent,
+                is_turning=sub.is_turning | (valid & turning),
+            )
+
+        zeros = jnp.zeros((num_rows,) + momentum.shape, dtype)
+        traj = _Trajectory(
+            left=z0,
+            left_velocity=velocity,
+            right=z0,
+            right_velocity=velocity,
+            momentum_sum=momentum,
+            proposal=_Proposal(position, state.logdensity, state.logdensity_grad, energy0),
+            log_sum_weight=jnp.zeros((), dtype),
+            checkpoints=_Checkpoints(zeros, zeros, zeros, zeros, zeros),
+            depth=jnp.int32(0),
+            num_expansions=jnp.int32(0),
+            num_steps=jnp.int32(0),
+            sum_accept_prob=jnp.zeros((), dtype),
+            is_divergent=jnp.asarray(False),
+            is_turning=jnp.asarray(False),
+        )
+        traj = jax.lax.while_loop(
+            lambda t: (t.num_expansions < max_tree_depth) & ~t.is_divergent & ~t.is_turning,
+            expand,
+            traj,
+        )
+
+        prop = traj.proposal
+        new_state = HMCState(prop.position, prop.logdensity, prop.logdensity_grad)
+        info = NUTSInfo(
+            acceptance_rate=traj.sum_accept_prob / traj.num_steps.astype(dtype),
+            is_divergent=traj.is_divergent,
+            energy=prop.energy,
+            num_integration_steps=traj.num_steps,
+            tree_depth=traj.depth,
+            num_trajectory_expansions=traj.num_expansions,
+        )
+        return new_state, info
+
+    return kernel

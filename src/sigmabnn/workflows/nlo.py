@@ -1,0 +1,491 @@
+"""NLO electroweakino cross-section surrogates: physics-motivated derived features and the recommended setup.
+
+The thesis's inputs for ``p p -> chi_i^0 chi_j^0`` are the masses and mixing
+rows of the two neutralinos. The cross section is, at leading order, the
+coherent sum of an s-channel Z exchange and t/u-channel squark exchanges
+(Bozzi, Fuks, Klasen, Phys. Rev. D 72 (2005) 035016; Haber and Kane, Phys. Rept.
+117 (1985) 75 for the couplings), for each quark flavour and chirality
+``q in {u_L, d_L, u_R, d_R}``:
+
+- Z-neutralino coupling ``O''_ij ~ (N_i3 N_j3 - N_i4 N_j4) / (2 cos^2 theta_W)``
+  (for ``i = j``: ``N_3^2 - N_4^2``, the higgsino asymmetry);
+- Z-quark coupling ``T_3 - Q sin^2 theta_W``;
+- quark-squark-neutralino couplings ``f_q(i)``: ``u_L: N_i2/2 + tan(theta_W)/6 N_i1``,
+  ``d_L: -N_i2/2 + tan(theta_W)/6 N_i1``, ``u_R: 2/3 tan(theta_W) N_i1``,
+  ``d_R: -1/3 tan(theta_W) N_i1``.
+
+With heavy squarks (here about 2.77 TeV) the squark exchange is a contact
+term ``~ 2 f_q(i) f_q(j) / m_sq^2`` and the Z term is
+``~ c_q O''_ij / (s - m_Z^2 + i m_Z Gamma_Z)``; the two interfere, and the
+cross section nearly vanishes where they cancel. The derived feature
+``la_<q>`` is ``log |A_q|^2`` of that amplitude (scaled by ``m_sq^2``)
+at an effective partonic energy ``s_eff = k (|m_i| + |m_j|)^2``, and
+``lproxy`` the log of their luminosity-weighted sum (u quarks weighted 2, d
+quarks 1). The network then only has to learn the parton luminosity (a smooth
+function of the mass), the phase space and NLO corrections on top.
+
+All features are expressions for :func:`sigmabnn.data.features.parse_derive`,
+evaluated on the raw columns of the built-in data set (:func:`sigmabnn.datasets.load_ewino`):
+the neutralino columns ``m_<pdg>, N<pdg>_1..4`` and the squark masses
+``m_1000001, m_1000002, m_2000001, m_2000002``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax.scipy.special import gammaln
+
+from sigmabnn.map import MAPConfig
+from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process, process_features
+
+__all__ = [
+    "COVERAGE_LEVELS",
+    "MZ",
+    "NLOConfig",
+    "NLOResult",
+    "GAMMA_Z",
+    "SIN2_THETA_W",
+    "HeteroscedasticStudentT",
+    "StudentT",
+    "coupling_features",
+    "proxy_features",
+    "recommended_config",
+    "recommended_features",
+    "student_t_pit",
+    "score_split",
+    "train_process",
+]
+
+Array = jax.Array
+
+MZ = 91.1876
+"""Z boson mass (GeV, PDG)."""
+GAMMA_Z = 2.4952
+"""Z boson width (GeV, PDG)."""
+SIN2_THETA_W = 0.2312
+"""Weak mixing angle sin^2 theta_W (MS-bar at m_Z, PDG)."""
+
+_TW = (SIN2_THETA_W / (1.0 - SIN2_THETA_W)) ** 0.5  # tan theta_W
+_CW2 = 1.0 - SIN2_THETA_W
+# Z couplings to quarks T3 - Q sin^2 theta_W; squark mass columns; luminosity weights (u : d = 2 : 1).
+_CHIRALITIES = {
+    "uL": (0.5 - 2.0 / 3.0 * SIN2_THETA_W, "m_1000002", 2.0),
+    "dL": (-0.5 + 1.0 / 3.0 * SIN2_THETA_W, "m_1000001", 1.0),
+    "uR": (-2.0 / 3.0 * SIN2_THETA_W, "m_2000002", 2.0),
+    "dR": (1.0 / 3.0 * SIN2_THETA_W, "m_2000001", 1.0),
+}
+SQUARK_COLUMNS: tuple[str, ...] = tuple(c[1] for c in _CHIRALITIES.values())
+"""Squark mass columns the amplitude-proxy features read."""
+
+
+def _num(x: float) -> str:
+    return f"{x:.10g}"
+
+
+def _squark_coupling(pdg: int, q: str) -> str:
+    """Quark-squark-neutralino coupling ``f_q`` of neutralino ``pdg`` as an expression."""
+    n1, n2 = f"N{pdg}_1", f"N{pdg}_2"
+    if q == "uL":
+        return f"(0.5*{n2}+{_num(_TW / 6)}*{n1})"
+    if q == "dL":
+        return f"(-0.5*{n2}+{_num(_TW / 6)}*{n1})"
+    if q == "uR":
+        return f"({_num(2 * _TW / 3)}*{n1})"
+    if q == "dR":
+        return f"({_num(-_TW / 3)}*{n1})"
+    raise ValueError(f"unknown chirality {q!r}")
+
+
+def _neutralino_pair(process: Process | str) -> tuple[int, int] | None:
+    p = parse_process(process)
+    if p.pdg1 in NEUTRALINOS and p.pdg2 in NEUTRALINOS:
+        return p.pdg1, p.pdg2
+    return None
+
+
+def _mass_features(process: Process) -> list[str]:
+    """``log|m|`` of each particle (once per distinct particle)."""
+    out = []
+    for pdg in dict.fromkeys(abs(x) for x in process.particles):
+        out.append(f"lam_{pdg}=log(abs(m_{pdg}))")
+    return out
+
+
+def coupling_features(process: Process | str, interference: bool = False) -> list[str]:
+    """Couplings of a neutralino pair: signed Z coupling, squark couplings, ``log|m|`` (and products).
+
+    For ``chi_i chi_j``: ``zs = N_i3 N_j3 - N_i4 N_j4``; ``fq_<q> = f_q(i) f_q(j)`` for
+    ``q = uL, dL`` and ``fR = N_i1 N_j1`` (the right-handed couplings are both
+    proportional to ``N_1``); ``lam_<pdg> = log|m|``. With ``interference``
+    also the Z-squark products ``zs * fq``. Processes with a chargino get the
+    ``log|m|`` features only.
+
+    Returns:
+        ``name=expression`` strings for :func:`sigmabnn.data.features.parse_derive`.
+    """
+    proc = parse_process(process)
+    pair = _neutralino_pair(proc)
+    out = _mass_features(proc)
+    if pair is None:
+        return out
+    i, j = pair
+    out.append(f"zs=N{i}_3*N{j}_3-N{i}_4*N{j}_4")
+    out.append(f"fq_uL={_squark_coupling(i, 'uL')}*{_squark_coupling(j, 'uL')}")
+    out.append(f"fq_dL={_squark_coupling(i, 'dL')}*{_squark_coupling(j, 'dL')}")
+    out.append(f"fR=N{i}_1*N{j}_1")
+    if interference:
+        out += ["zfu=zs*fq_uL", "zfd=zs*fq_dL", "zfR=zs*fR"]
+    return out
+
+
+def proxy_features(
+    process: Process | str,
+    sign_left: int = 1,
+    sign_right: int = -1,
+    shat_factor: float = 2.0,
+    shat_offset: float = 4.0e4,
+    z_scale: float = 1.0,
+    suffix: str = "",
+) -> list[str]:
+    """Leading-order amplitude proxies of a neutralino pair (see the module docstring).
+
+    ``la_<q> = log(|A_q|^2 + 1e-10)`` for ``q = uL, dL, uR, dR`` and
+    ``lproxy = log(sum_q w_q |A_q|^2 + 1e-10)``, always last. ``A_q = c_q zs' m_sq^2 / (s_eff - m_Z^2 +
+    i m_Z Gamma_Z) + sign * 2 f_q(i) f_q(j)`` with ``zs' = (N_i3 N_j3 - N_i4 N_j4) / (2 cos^2 theta_W)``
+    and ``s_eff = shat_factor (|m_i| + |m_j|)^2 + shat_offset`` (GeV^2). ``sign_left`` / ``sign_right`` fix
+    the relative sign of the squark and Z terms for left- / right-handed quarks; ``z_scale``
+    multiplies the Z term (its normalisation relative to the squark term). ``suffix`` is appended
+    to every feature name (to add proxies at several ``s_eff``). Processes
+    with a chargino have no proxy: an empty list.
+    """
+    pair = _neutralino_pair(process)
+    if pair is None:
+        return []
+    i, j = pair
+    mz2 = MZ**2
+    g2 = (MZ * GAMMA_Z) ** 2
+    zs = f"(N{i}_3*N{j}_3-N{i}_4*N{j}_4)"
+    sh = f"({_num(shat_factor)}*(abs(m_{i})+abs(m_{j}))**2+{_num(shat_offset - mz2)})"  # s_eff - m_Z^2
+    den = f"({sh}**2+{_num(g2)})"
+    out = []
+    terms = []
+    for q, (cz, msq, weight) in _CHIRALITIES.items():
+        sign = sign_left if q.endswith("L") else sign_right
+        c = _num(z_scale * cz / (2 * _CW2))
+        z = f"{c}*{zs}*{msq}**2/{den}"
+        sq = f"{_num(2.0 * sign)}*{_squark_coupling(i, q)}*{_squark_coupling(j, q)}"
+        a2 = f"({z}*{sh}+{sq})**2+({z}*{_num(MZ * GAMMA_Z)})**2"
+        terms.append((q, weight))
+        out.append(f"la_{q}{suffix}=log({a2}+1e-10)")
+    total = "+".join(f"{_num(w)}*exp(la_{q}{suffix})" for q, w in terms)
+    out.append(f"lproxy{suffix}=log({total}+1e-10)")
+    return out
+
+
+def recommended_features(process: Process | str) -> list[str]:
+    """The derived features of the recommended configuration for ``process`` (``name=expression`` strings).
+
+    Neutralino pairs: ``log|m|``, the couplings with their Z-squark interference
+    products (:func:`coupling_features`) and the amplitude proxies
+    (:func:`proxy_features`). Processes with a chargino: ``log|m|`` of each particle.
+    """
+    proc = parse_process(process)
+    return coupling_features(proc, interference=True) + proxy_features(proc)
+
+
+# ----------------------------------------------------------------------------- recommended configuration
+
+
+class NLOConfig(NamedTuple):
+    """The recommended surrogate setup for one process (arguments of :func:`sigmabnn.api.fit`).
+
+    The sampler defaults are the settings measured in ``docs/nlo_research.md`` (sized for two
+    shared cores); more chains, draws and a deeper tree give better-mixed chains where time allows.
+
+    Attributes:
+        process: the process, ``"pdg1,pdg2"`` (canonical order).
+        target: target column ``nlo_<pdg1>_<pdg2>``.
+        features: raw input columns (the thesis's: mass and mixing row of each particle).
+        derive: derived features, ``name=expression`` strings (appended to the inputs).
+        hidden: hidden-layer widths.
+        activation: hidden-layer activation.
+        log_target: model ``log10`` of the cross section.
+        likelihood: ``"gaussian"`` (homoscedastic, precision Gibbs-sampled); the only one
+            :func:`train_process` supports (see :class:`HeteroscedasticStudentT` for the better-calibrated
+            alternative measured with ``fit_mcmc`` directly).
+        method: sampler (``"nuts"``).
+        num_chains, num_warmup, num_samples: chains, warm-up iterations and kept draws per chain.
+        max_tree_depth: NUTS maximal tree depth.
+        map_steps, map_learning_rate: Adam pretraining of each chain's start.
+    """
+
+    process: str
+    target: str
+    features: tuple[str, ...]
+    derive: tuple[str, ...]
+    hidden: tuple[int, ...] = (20, 20)
+    activation: str = "tanh"
+    log_target: bool = True
+    likelihood: str = "gaussian"
+    method: str = "nuts"
+    num_chains: int = 2
+    num_warmup: int = 150
+    num_samples: int = 50
+    max_tree_depth: int = 5
+    map_steps: int = 4000
+    map_learning_rate: float = 3e-3
+
+    @property
+    def architecture(self) -> str:
+        """``"P-h1-h2-1"`` with ``P`` raw plus derived inputs."""
+        widths = (len(self.features) + len(self.derive), *self.hidden, 1)
+        return "-".join(str(w) for w in widths)
+
+
+def recommended_config(process: Process | str = "1000022,1000022", **overrides: Any) -> NLOConfig:
+    """The recommended :class:`NLOConfig` for ``process``; keyword ``overrides`` replace fields.
+
+    Raises:
+        InputError: unknown process; ValueError: an unknown field in ``overrides``.
+    """
+    proc = parse_process(process)
+    config = NLOConfig(
+        process=str(proc),
+        target=proc.target,
+        features=tuple(process_features(proc)),
+        derive=tuple(recommended_features(proc)),
+    )
+    unknown = sorted(set(overrides) - set(NLOConfig._fields))
+    if unknown:
+        raise ValueError(f"unknown NLOConfig field {unknown[0]!r}; valid: {', '.join(NLOConfig._fields)}")
+    return config._replace(**overrides)
+
+
+class NLOResult(NamedTuple):
+    """Output of :func:`train_process`.
+
+    Attributes:
+        fitted: the :class:`~sigmabnn.fitted.FittedModel`.
+        report: the fit report of :func:`sigmabnn.api.fit`.
+        metrics: test-split scores: ``r2_log``, ``r2_xsec`` (cross section predicted as
+            ``10**mean(log10)``), ``rel_err_median_pct`` / ``_p90_pct`` / ``_p99_pct``
+            (``|pred / true - 1|`` in percent), ``cov_<k>sigma_pct`` (percent of test points inside
+            the central 68.27 / 95.45 / 99.73 % predictive interval of log10 sigma), ``z_std``
+            (std of ``(log10 y - mean) / std``), ``fit_seconds`` (wall time of the fit, s),
+            ``num_test``.
+        config: the :class:`NLOConfig` used.
+    """
+
+    fitted: Any
+    report: dict[str, Any]
+    metrics: dict[str, float]
+    config: NLOConfig
+
+
+COVERAGE_LEVELS: tuple[float, ...] = (0.682689, 0.954500, 0.997300)
+"""Probabilities of the central 1, 2 and 3 sigma intervals of a Gaussian."""
+
+
+def score_split(fitted: Any, table: pd.DataFrame, target: str) -> dict[str, float]:
+    """Scores of a log-target ``fitted`` on the rows of ``table`` (raw columns and ``target``)."""
+    from sigmabnn.predict import predict
+
+    y = table[target].to_numpy(np.float64)
+    pred = predict(fitted, table, levels=COVERAGE_LEVELS)
+    lp = pred.log_space
+    mu, sd = lp.mean[:, 0], lp.std[:, 0]
+    ylog = np.log10(y)
+    out = {
+        "num_test": float(len(y)),
+        "r2_log": float(1 - np.sum((mu - ylog) ** 2) / np.sum((ylog - ylog.mean()) ** 2)),
+    }
+    xp = 10.0**mu
+    out["r2_xsec"] = float(1 - np.sum((xp - y) ** 2) / np.sum((y - y.mean()) ** 2))
+    rel = np.abs(xp / y - 1.0)
+    for name, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
+        out[f"rel_err_{name}_pct"] = float(100 * np.quantile(rel, q))
+    for k, level in enumerate(COVERAGE_LEVELS, start=1):
+        inside = (ylog >= lp.lower[level][:, 0]) & (ylog <= lp.upper[level][:, 0])
+        out[f"cov_{k}sigma_pct"] = float(100 * np.mean(inside))
+    out["z_std"] = float(np.std((ylog - mu) / sd))
+    return out
+
+
+def train_process(
+    rng_key: Any,
+    process: Process | str = "1000022,1000022",
+    config: NLOConfig | None = None,
+    *,
+    data: pd.DataFrame | None = None,
+    progress: bool = True,
+    **overrides: Any,
+) -> NLOResult:
+    """Train the recommended surrogate of ``process`` on the ``train`` rows and score it on ``test``.
+
+    Args:
+        rng_key: an int seed (the run's key is ``jax.random.key(seed)``, see :func:`sigmabnn.api.fit`).
+        process: the process (any form :func:`~sigmabnn.physics.processes.parse_process` accepts).
+        config: the setup; default :func:`recommended_config` with ``overrides``.
+        data: the table (default the built-in :func:`sigmabnn.datasets.load_ewino`); needs the
+            raw feature columns, the squark mass columns, the target and a ``split`` column.
+        progress: progress bars on stderr.
+
+    Returns:
+        :class:`NLOResult` with the fitted model, the fit report and the test metrics.
+    """
+    from sigmabnn.api import fit
+    from sigmabnn.datasets import load_ewino
+
+    if config is None:
+        config = recommended_config(process, **overrides)
+    elif overrides:
+        config = config._replace(**overrides)
+    if config.likelihood != "gaussian":
+        raise ValueError(f"train_process supports the 'gaussian' likelihood only, got {config.likelihood!r}")
+    df = load_ewino() if data is None else data
+    seed = int(rng_key)
+    t0 = time.perf_counter()
+    fitted, report = fit(
+        df,
+        config.target,
+        list(config.features),
+        method=config.method,
+        architecture=config.architecture,
+        activation=config.activation,
+        log_target=config.log_target,
+        split_column="split",
+        seed=seed,
+        num_chains=config.num_chains,
+        num_warmup=config.num_warmup,
+        num_samples=config.num_samples,
+        learn_noise=True,
+        progress=progress,
+        derive=config.derive,
+        max_tree_depth=config.max_tree_depth,
+        map=MAPConfig(learning_rate=config.map_learning_rate, num_steps=config.map_steps, patience=None),
+    )
+    fit_seconds = time.perf_counter() - t0
+    rows = df[df["split"] == "test"]
+    rows = rows[rows[config.target].notna() & (rows[config.target] > 0)]
+    metrics = score_split(fitted, rows, config.target)
+    metrics["fit_seconds"] = fit_seconds
+    return NLOResult(fitted, report, metrics, config)
+
+
+# ----------------------------------------------------------------------------- Student-t likelihood
+
+
+@dataclass(frozen=True)
+class StudentT:
+    """Student-t noise with fixed degrees of freedom ``df`` and a scale from the noise precision.
+
+    ``log p = sum log t_df((y - f) / s) - n t log s`` with ``s = 1 / sqrt(noise_precision)``
+    (a *scale*, not a std: the std is ``s sqrt(df / (df - 2))`` for ``df > 2``, infinite
+    otherwise). Heavy tails let a fit ignore the few points near amplitude cancellations
+    instead of bending the whole surface towards them. Same interface as the likelihoods of
+    :mod:`sigmabnn.model.likelihoods`; the precision is not Gibbs-conjugate here, so it is
+    fixed (``learn_precision`` is always false).
+
+    Attributes:
+        df: degrees of freedom (> 0).
+        precision: ``1 / s^2`` in 1 / (target units)^2.
+    """
+
+    df: float = 3.0
+    precision: float = 100.0
+    learn_precision: bool = False
+    name: str = "student_t"
+
+    def __post_init__(self) -> None:
+        if not (self.df > 0):
+            raise ValueError(f"df must be > 0, got {self.df}")
+        if not (self.precision > 0):
+            raise ValueError(f"precision must be > 0, got {self.precision}")
+
+    def output_dim(self, target_dim: int) -> int:
+        return target_dim
+
+    def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        nu = jnp.asarray(self.df, f.dtype)
+        z2 = jnp.square(y - f) * noise_precision
+        norm = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * jnp.log(nu * jnp.pi) + 0.5 * jnp.log(noise_precision)
+        return f.size * norm - 0.5 * (nu + 1) * jnp.sum(jnp.log1p(z2 / nu))
+
+    def mean(self, f: Array) -> Array:
+        return f
+
+    def aleatoric_variance(self, f: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        factor = self.df / (self.df - 2.0) if self.df > 2 else float("inf")
+        return jnp.broadcast_to(factor / noise_precision, f.shape).astype(f.dtype)
+
+
+@dataclass(frozen=True)
+class HeteroscedasticStudentT:
+    """Student-t noise with a per-point scale from the network: outputs ``[mean, raw]`` per target.
+
+    The scale is ``s = softplus(raw) + min_scale`` (target units); ``df`` is fixed. The
+    predictive distribution of one network is ``mean + s * t_df``; its variance
+    ``s^2 df / (df - 2)`` is infinite for ``df <= 2``, so intervals must come from
+    quantiles of the t distribution (:func:`student_t_pit`), not from a std.
+
+    Attributes:
+        df: degrees of freedom (> 0).
+        min_scale: lower bound of the scale (target units), keeps the likelihood bounded.
+    """
+
+    df: float = 2.0
+    min_scale: float = 1e-4
+    learn_precision: bool = False
+    precision: float = 1.0
+    name: str = "hetero_student_t"
+
+    def __post_init__(self) -> None:
+        if not (self.df > 0):
+            raise ValueError(f"df must be > 0, got {self.df}")
+
+    def output_dim(self, target_dim: int) -> int:
+        return 2 * target_dim
+
+    def split(self, f: Array) -> tuple[Array, Array]:
+        """``(mean, scale)`` from the raw outputs ``[..., 2 t]``."""
+        t = f.shape[-1] // 2
+        return f[..., :t], jax.nn.softplus(f[..., t:]) + self.min_scale
+
+    def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        mu, s = self.split(f)
+        nu = jnp.asarray(self.df, f.dtype)
+        z2 = jnp.square((y - mu) / s)
+        norm = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * jnp.log(nu * jnp.pi)
+        return mu.size * norm - jnp.sum(jnp.log(s)) - 0.5 * (nu + 1) * jnp.sum(jnp.log1p(z2 / nu))
+
+    def mean(self, f: Array) -> Array:
+        return self.split(f)[0]
+
+    def aleatoric_variance(self, f: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        s = self.split(f)[1]
+        factor = self.df / (self.df - 2.0) if self.df > 2 else jnp.inf
+        return factor * jnp.square(s)
+
+
+def student_t_pit(mu: np.ndarray, scale: np.ndarray, df: float, y: np.ndarray) -> np.ndarray:
+    """Probability integral transform ``F(y)`` of an equal-weight mixture of Student-t's.
+
+    Args:
+        mu, scale: ``[S, n]`` location and scale of each draw's predictive t distribution.
+        df: degrees of freedom.
+        y: ``[n]`` observed targets (same units as ``mu``).
+
+    Returns:
+        ``[n]`` values in [0, 1]; a calibrated model gives uniform values, and the fraction of
+        them in ``[(1 - p) / 2, (1 + p) / 2]`` is the coverage of the central ``p`` interval.
+    """
+    from scipy import stats
+
+    return np.mean(stats.t.cdf((np.asarray(y)[None, :] - mu) / scale, df), axis=0)

@@ -1,0 +1,230 @@
+"""End to end through the command line: CSV -> train -> predict -> evaluate -> info, on a small synthetic table."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmabnn.cli.main import main
+
+TINY = ["--chains", "2", "--warmup", "60", "--draws", "40", "--arch", "2-8-1", "--seed", "1"]
+LEVEL_COLUMNS = ["lower_0.68", "upper_0.68", "lower_0.95", "upper_0.95"]
+COLUMNS = ["mean", "std", "epistemic_std", "aleatoric_std", *LEVEL_COLUMNS]
+
+
+def synthetic_table(n: int, seed: int) -> pd.DataFrame:
+    """Two inputs, a smooth positive target with 5 % multiplicative noise (so it also works as a log target)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2.0, 2.0, n)
+    b = rng.uniform(0.0, 1.0, n)
+    clean = np.exp(0.5 * np.sin(a) + b)
+    return pd.DataFrame({"a": a, "b": b, "y": clean * (1.0 + 0.05 * rng.standard_normal(n)), "clean": clean})
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("cli")
+    train = synthetic_table(120, seed=0).drop(columns="clean")
+    train.loc[3, "a"] = np.nan  # one failed row: dropped and reported
+    train.to_csv(d / "train.csv", index=False)
+    synthetic_table(60, seed=1).to_csv(d / "test.csv", index=False)
+    return d
+
+
+class Trained(NamedTuple):
+    path: Path
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def trained(workdir: Path) -> Trained:
+    """One training run through main(), with its summary captured (progress bars are off: not a terminal)."""
+    out = workdir / "model.sbnn"
+    argv = ["train", str(workdir / "train.csv"), "--target", "y", "--features", "a,b", *TINY, "--out", str(out)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(argv)
+    assert code == 0, stderr.getvalue()
+    return Trained(out, stdout.getvalue(), stderr.getvalue())
+
+
+@pytest.fixture(scope="module")
+def model(trained: Trained) -> Path:
+    return trained.path
+
+
+@pytest.fixture(scope="module")
+def log_model(workdir: Path) -> Path:
+    out = workdir / "log_model.sbnn"
+    # all numeric columns as inputs, plus one derived from them (recomputed from a and b at prediction time)
+    argv = ["train", str(workdir / "train.csv"), "--target", "y", "--log-target", "--derive", "ab=a*b", *TINY]
+    assert main([*argv, "--arch", "3-8-1", "-q", "--out", str(out)]) == 0
+    return out
+
+
+def read_csv_text(text: str) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(text))
+
+
+def test_train_writes_a_model_and_prints_a_summary(trained: Trained, workdir: Path) -> None:
+    assert (trained.path / "model.json").is_file() and (trained.path / "arrays.npz").is_file()
+    text = trained.stdout
+    assert f"model written to {trained.path}" in text
+    for label in ("acceptance", "divergences", "R-hat", "metrics (original space)", "R^2", "coverage 0.95 interval"):
+        assert label in text, label
+    # the row with a missing value was dropped, counted, and said so on stderr
+    assert "1 of 120 rows with missing values (a: 1)" in text
+    assert "dropped 1 row with missing or non-finite values" in trained.stderr
+    # no temporary files left beside the model
+    assert sorted(p.name for p in workdir.iterdir() if p.name.startswith(".")) == []
+
+
+def test_predict_columns_and_consistency(model: Path, workdir: Path) -> None:
+    out = workdir / "pred.csv"
+    assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out)]) == 0
+    pred = pd.read_csv(out)
+    assert list(pred.columns) == COLUMNS
+    assert len(pred) == 60
+    assert np.all(np.isfinite(pred.to_numpy()))
+    # total variance = epistemic + aleatoric (law of total variance over the sampled networks)
+    np.testing.assert_allclose(pred["std"] ** 2, pred["epistemic_std"] ** 2 + pred["aleatoric_std"] ** 2, rtol=1e-6)
+    # nested intervals around the mean
+    assert np.all(pred["lower_0.95"] <= pred["lower_0.68"]) and np.all(pred["upper_0.68"] <= pred["upper_0.95"])
+    assert np.all(pred["lower_0.68"] < pred["mean"]) and np.all(pred["mean"] < pred["upper_0.68"])
+    # the model learned something: R^2 on the noise-free truth well above zero even with tiny sampling
+    truth = pd.read_csv(workdir / "test.csv")["clean"]
+    r2 = 1.0 - np.mean((pred["mean"] - truth) ** 2) / np.var(truth)
+    assert r2 > 0.7
+
+
+def test_predict_to_stdout_matches_file_and_levels(model: Path, workdir: Path, capsys) -> None:
+    out = workdir / "pred_levels.csv"
+    argv = ["predict", str(model), str(workdir / "test.csv"), "--level", "0.5", "--level", "0.99"]
+    assert main([*argv, "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "-o", "-"]) == 0
+    from_stdout = read_csv_text(capsys.readouterr().out)
+    from_file = pd.read_csv(out)
+    assert list(from_file.columns) == [
+        "mean",
+        "std",
+        "epistemic_std",
+        "aleatoric_std",
+        *["lower_0.5", "upper_0.5", "lower_0.99", "upper_0.99"],
+    ]
+    pd.testing.assert_frame_equal(from_stdout, from_file)
+
+
+def test_predict_with_inputs_keeps_rows(model: Path, workdir: Path) -> None:
+    out = workdir / "pred_inputs.csv"
+    assert main(["predict", str(model), str(workdir / "test.csv"), "--with-inputs", "-o", str(out)]) == 0
+    pred = pd.read_csv(out)
+    test = pd.read_csv(workdir / "test.csv")
+    assert list(pred.columns) == [*test.columns, *COLUMNS]
+    np.testing.assert_allclose(pred["a"], test["a"])
+
+
+def test_log_target_has_log_space_columns(log_model: Path, workdir: Path) -> None:
+    out = workdir / "pred_log.csv"
+    assert main(["predict", str(log_model), str(workdir / "test.csv"), "-o", str(out)]) == 0
+    pred = pd.read_csv(out)
+    assert list(pred.columns) == COLUMNS + [f"log10_{c}" for c in COLUMNS]
+    # the derived input was recomputed from the raw columns (test.csv has no column ab)
+    assert "ab" not in pd.read_csv(workdir / "test.csv").columns
+    # intervals in the original space are the back-transformed log-space intervals (quantiles commute with 10**)
+    for c in LEVEL_COLUMNS:
+        np.testing.assert_allclose(pred[c], 10.0 ** pred[f"log10_{c}"], rtol=1e-6)
+    assert np.all(pred["lower_0.95"] > 0)
+
+
+def test_evaluate_json_and_table(model: Path, workdir: Path, capsys) -> None:
+    assert main(["evaluate", str(model), str(workdir / "test.csv"), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    flat = json.dumps(metrics).lower()
+    for key in ("r2", "rmse", "nll", "coverage"):
+        assert key in flat
+    assert main(["evaluate", str(model), str(workdir / "test.csv")]) == 0
+    table = capsys.readouterr().out
+    assert "rmse" in table.lower()
+
+
+def test_info_shows_derived_features_and_log_target(log_model: Path, capsys) -> None:
+    assert main(["info", str(log_model), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["features"] == ["a", "b", "ab"]
+    assert info["derived"] == [["ab", "a*b"]]
+    assert info["log_target"] is True
+
+
+def test_evaluate_log_target_reports_both_spaces(log_model: Path, workdir: Path, capsys) -> None:
+    assert main(["evaluate", str(log_model), str(workdir / "test.csv"), "--json"]) == 0
+    flat = json.dumps(json.loads(capsys.readouterr().out)).lower()
+    assert "log" in flat and "original" in flat
+
+
+def test_info_describes_the_model(model: Path, capsys) -> None:
+    assert main(["info", str(model), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["target"] == "y"
+    assert info["features"] == ["a", "b"]
+    assert info["architecture"] == "2-8-1"
+    assert info["chains"] == 2 and info["draws_per_chain"] == 40
+    assert main(["info", str(model)]) == 0
+    assert "2-8-1" in capsys.readouterr().out
+
+
+def _run_cli(*args: str, code: str = "") -> subprocess.CompletedProcess:
+    prog = code or "import sys; from sigmabnn.cli.main import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", prog, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_version_is_fast_and_does_not_import_jax() -> None:
+    prog = (
+        "import sys\n"
+        "from sigmabnn.cli.main import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('JAX' if 'jax' in sys.modules else 'NOJAX', code)\n"
+    )
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - start
+    assert result.stdout.split()[0:2] == ["sigmabnn", _version()]
+    assert result.stdout.split()[-2:] == ["NOJAX", "0"]
+    assert elapsed < 10.0  # generous for a loaded machine; importing JAX alone is the cost this guards against
+
+
+def test_help_does_not_import_jax() -> None:
+    prog = (
+        "import sys\n"
+        "from sigmabnn.cli.main import main\n"
+        "for argv in (['--help'], ['train', '--help'], ['predict', '--help'], ['demo', '--help']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print('JAX' if 'jax' in sys.modules else 'NOJAX')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert "--target" in result.stdout and "--level" in result.stdout
+    assert result.stdout.split()[-1] == "NOJAX"
+
+
+def test_console_script_exit_code() -> None:
+    result = _run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"sigmabnn {_version()}"
+
+
+def _version() -> str:
+    from sigmabnn._version import __version__
+
+    return __version__

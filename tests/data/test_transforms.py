@@ -1,0 +1,93 @@
+"""Standardisation and the log10 target transform: statistics, round trips, JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sigmabnn.data.transforms import MIN_STD, Standardizer, TargetTransform
+
+
+def test_standardizer_statistics_and_roundtrip():
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 5.0, size=(200, 3))
+    x[:, 2] = 7.0  # constant column
+    s = Standardizer.fit(x)
+    np.testing.assert_allclose(s.mean, x.mean(0), rtol=1e-15)
+    np.testing.assert_allclose(s.std[:2], x[:, :2].std(0), rtol=1e-15)
+    assert s.std[2] == 1.0  # constant: only centred
+    z = s.forward(x)
+    np.testing.assert_allclose(z[:, :2].mean(0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(z[:, :2].std(0), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(z[:, 2], 0.0)
+    np.testing.assert_allclose(s.inverse(z), x, rtol=1e-14)
+
+
+def test_near_constant_threshold():
+    x = np.array([[1.0], [1.0 + 1e-10]])
+    assert Standardizer.fit(x).std[0] == 1.0
+    x = np.array([[1.0], [1.0 + 4 * MIN_STD]])
+    assert Standardizer.fit(x).std[0] == pytest.approx(2 * MIN_STD)
+
+
+def test_dtype_is_explicit():
+    s = Standardizer.fit(np.arange(10.0)[:, None])
+    assert s.forward(np.ones((4, 1)), dtype=np.float32).dtype == np.float32
+    assert s.forward(np.ones((4, 1))).dtype == np.float64
+    with pytest.raises(ValueError, match="expected 1 columns"):
+        s.forward(np.ones((4, 2)))
+
+
+def test_json_roundtrip_bit_exact():
+    rng = np.random.default_rng(1)
+    s = Standardizer.fit(rng.normal(size=(50, 4)))
+    back = Standardizer.from_json(json.loads(json.dumps(s.to_json())))
+    np.testing.assert_array_equal(back.mean, s.mean)
+    np.testing.assert_array_equal(back.std, s.std)
+    t = TargetTransform.fit(rng.lognormal(size=30), log10=True)
+    back = TargetTransform.from_json(json.loads(json.dumps(t.to_json())))
+    assert back.log10 is True
+    np.testing.assert_array_equal(back.mean, t.mean)
+    np.testing.assert_array_equal(back.scale, t.scale)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"mean": [0.0]},
+        {"mean": [0.0], "std": [0.0]},
+        {"mean": [0.0, 1.0], "std": [1.0]},
+        {"mean": ["a"], "std": [1.0]},
+        {"mean": [float("nan")], "std": [1.0]},
+        [1, 2],
+    ],
+)
+def test_from_json_rejects_malformed(bad):
+    with pytest.raises(ValueError):
+        Standardizer.from_json(bad)
+
+
+def test_target_transform_log10_roundtrip():
+    rng = np.random.default_rng(2)
+    y = 10.0 ** rng.uniform(-6, 3, size=100)
+    t = TargetTransform.fit(y, log10=True)
+    z = t.forward(y)
+    np.testing.assert_allclose(z.mean(), 0.0, atol=1e-12)
+    np.testing.assert_allclose(z.std(), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(t.inverse(z), y, rtol=1e-12)
+    np.testing.assert_allclose(t.inverse_to_log_space(z), np.log10(y), rtol=1e-12, atol=1e-12)
+    # samples of any shape with t = 1
+    samples = np.stack([z, z])
+    np.testing.assert_allclose(t.inverse(samples), np.stack([y, y]), rtol=1e-12)
+    with pytest.raises(ValueError, match="positive"):
+        TargetTransform.fit(np.array([1.0, 0.0]), log10=True)
+
+
+def test_target_transform_linear():
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    t = TargetTransform.fit(y)
+    assert not t.log10
+    np.testing.assert_allclose(t.forward(y), (y - 2.5) / np.std(y))
+    np.testing.assert_allclose(t.inverse(t.forward(y)), y)

@@ -1,0 +1,1 @@
+"""Test targets: log-densities with known reference posteriors."""

@@ -1,0 +1,122 @@
+"""MAP pretraining: the loss falls, a known linear fit is recovered, early stopping keeps the best, restarts."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sigmabnn.map import MAPConfig, MAPError, pretrain_map
+from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, parse_architecture
+
+
+def linear_data(n=100, seed=0, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    y = x @ np.array([1.0, -2.0, 0.5]) + 0.3 + 0.1 * rng.normal(size=n)
+    return Data(jnp.asarray(x, dtype), jnp.asarray(y[:, None], dtype))
+
+
+def exact_map_linear(data, noise_precision, weight_precision, bias_precision):
+    """Ridge solution: argmax of the linear model's log-posterior."""
+    x, y = np.asarray(data.x, np.float64), np.asarray(data.y, np.float64).reshape(-1)
+    a = np.hstack([x, np.ones((x.shape[0], 1))])
+    reg = np.diag(np.r_[np.full(x.shape[1], weight_precision), bias_precision])
+    return np.linalg.solve(noise_precision * a.T @ a + reg, noise_precision * a.T @ y)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_recovers_linear_map_and_loss_decreases(dtype):
+    data = linear_data(dtype=dtype)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0), dtype=dtype)
+    config = MAPConfig(learning_rate=0.05, num_steps=1500, patience=None)
+    positions, info = pretrain_map(
+        jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config, num_starts=3
+    )
+    assert positions.shape == (3, 4) and positions.dtype == jnp.dtype(dtype)
+    expected = exact_map_linear(data, 100.0, 2.0, 0.5)
+    tol = 1e-5 if dtype == "float64" else 1e-3
+    np.testing.assert_allclose(np.asarray(positions, np.float64), np.tile(expected, (3, 1)), atol=tol)
+    hist = info.loss_history
+    assert hist.shape == (3, 1500) and np.all(info.num_steps_run == 1500)
+    assert np.all(hist[:, -1] < hist[:, 0] - 1000.0)  # from a random start the objective falls a lot
+    assert info.num_grad_evals == 3 * 1500 and np.all(info.num_retries == 0)
+
+
+def test_minibatch_converges_near_full_batch_map():
+    data = linear_data(n=256)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))
+    config = MAPConfig(learning_rate=0.02, num_epochs=120, batch_size=32, patience=None)
+    positions, info = pretrain_map(
+        jax.random.PRNGKey(1), bnn, data, bnn.default_hyperparameters(), config, num_starts=2
+    )
+    assert info.num_steps_run[0] == 120 * (256 // 32)
+    expected = exact_map_linear(data, 100.0, 2.0, 0.5)
+    # minibatch noise at the end: the posterior sd of each coefficient is ~0.1/sqrt(256) = 0.006
+    np.testing.assert_allclose(np.asarray(positions), np.tile(expected, (2, 1)), atol=0.01)
+    # different starts shuffle differently
+    assert not np.allclose(info.loss_history[0, 10:20], info.loss_history[1, 10:20])
+
+
+def test_early_stopping_keeps_best_validation_parameters():
+    # A wide network fitted to 10 noisy points overfits: validation loss rises after a minimum.
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2, 2, size=(10, 1))
+    xv = rng.uniform(-2, 2, size=(200, 1))
+    f = lambda t: np.sin(2 * t)
+    data = Data(jnp.asarray(x), jnp.asarray(f(x) + 0.3 * rng.normal(size=x.shape)))
+    val = Data(jnp.asarray(xv), jnp.asarray(f(xv) + 0.3 * rng.normal(size=xv.shape)))
+    bnn = BNN(parse_architecture("1-50-50-1"), GaussianPrior(1e-4, 1e-4), Gaussian(10.0))
+    config = MAPConfig(learning_rate=0.01, num_steps=4000, eval_every=20, patience=400)
+    positions, info = pretrain_map(
+        jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config, val_data=val, num_starts=2
+    )
+    mon = info.monitor_history
+    # the kept parameters are the minimum of the monitored validation loss, and have that loss
+    np.testing.assert_allclose(info.best_loss, np.nanmin(mon, axis=1))
+    np.testing.assert_allclose(info.val_loss, info.best_loss)
+    hyper = bnn.default_hyperparameters()
+    for i in range(2):
+        v = -float(bnn.log_likelihood(positions[i], hyper, val)) / 200
+        np.testing.assert_allclose(v, info.best_loss[i], rtol=1e-10)
+    # it stopped early, patience steps after the best, and the final loss is worse than the best
+    assert np.all(info.num_steps_run < 4000)
+    np.testing.assert_array_equal(info.num_steps_run - info.best_step, 400)
+    assert np.all(info.best_step > 0)
+    assert np.all(mon[np.arange(2), np.sum(np.isfinite(mon), axis=1) - 1] > info.best_loss)
+
+
+def test_non_finite_start_is_retried():
+    data = linear_data()
+    bnn = BNN(parse_architecture("3-1"))
+    starts = jnp.zeros((2, 4)).at[0, 0].set(jnp.nan)
+    config = MAPConfig(learning_rate=0.05, num_steps=300)
+    positions, info = pretrain_map(
+        jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config, num_starts=2, initial_positions=starts
+    )
+    assert np.all(np.isfinite(np.asarray(positions)))
+    np.testing.assert_array_equal(info.num_retries, [1, 0])
+    assert np.all(np.isfinite(info.best_loss))
+
+
+def test_persistently_non_finite_raises_clear_error():
+    data = linear_data()
+    data = Data(data.x, data.y.at[3, 0].set(jnp.inf))
+    bnn = BNN(parse_architecture("3-1"))
+    config = MAPConfig(num_steps=10, max_retries=2)
+    with pytest.raises(MAPError, match="non-finite log-posterior after 2 restarts"):
+        pretrain_map(jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config, num_starts=2)
+
+
+def test_bad_settings_raise_value_error():
+    data = linear_data()
+    bnn = BNN(parse_architecture("3-1"))
+    hyper = bnn.default_hyperparameters()
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match="learning_rate"):
+        pretrain_map(key, bnn, data, hyper, MAPConfig(learning_rate=-1.0))
+    with pytest.raises(ValueError, match="init"):
+        pretrain_map(key, bnn, data, hyper, MAPConfig(init="zeros"))
+    with pytest.raises(ValueError, match="initial_positions"):
+        pretrain_map(key, bnn, data, hyper, num_starts=2, initial_positions=jnp.zeros((3, 4)))

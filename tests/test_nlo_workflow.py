@@ -1,0 +1,170 @@
+"""The NLO workflow's derived features and recommended configuration, on the built-in data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sigmabnn.data.features import add_derived, parse_derive
+from sigmabnn.datasets import THESIS_FEATURES, load_ewino, processes
+from sigmabnn.workflows import nlo
+
+
+@pytest.fixture(scope="module")
+def ewino():
+    return load_ewino()
+
+
+@pytest.mark.parametrize("process", [str(p) for p in processes()])
+def test_recommended_features_finite_for_every_process(ewino, process):
+    specs = nlo.recommended_features(process)
+    assert specs, "every process gets at least the log-mass features"
+    names = [parse_derive(s).name for s in specs]
+    assert len(set(names)) == len(names)
+    out = add_derived(ewino, specs)
+    values = out[names].to_numpy(np.float64)
+    assert values.shape == (len(ewino), len(names))
+    assert np.all(np.isfinite(values))
+    # no constant inputs: each derived feature varies over the scan
+    assert np.all(values.std(axis=0) > 0)
+
+
+def test_neutralino_pairs_get_couplings_and_proxy_charginos_do_not():
+    n1n2 = [parse_derive(s).name for s in nlo.recommended_features("1000022,1000023")]
+    assert {"zs", "fq_uL", "fq_dL", "fR", "zfu", "la_uL", "lproxy"} <= set(n1n2)
+    assert n1n2[-1] == "lproxy"
+    c1 = [parse_derive(s).name for s in nlo.recommended_features("1000022,-1000024")]
+    assert c1 == ["lam_1000022", "lam_1000024"]
+
+
+def test_couplings_match_their_definitions(ewino):
+    out = add_derived(ewino, nlo.coupling_features("1000022,1000022", interference=True))
+    n1, n2, n3, n4 = (ewino[f"N1000022_{j}"].to_numpy() for j in range(1, 5))
+    tw = np.sqrt(nlo.SIN2_THETA_W / (1 - nlo.SIN2_THETA_W))
+    np.testing.assert_allclose(out["zs"], n3**2 - n4**2, rtol=1e-12)
+    np.testing.assert_allclose(out["fq_uL"], (n2 / 2 + tw / 6 * n1) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(out["fq_dL"], (-n2 / 2 + tw / 6 * n1) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(out["zfR"], (n3**2 - n4**2) * n1**2, rtol=1e-12)
+
+
+def test_proxy_explains_most_of_the_chi1chi1_cross_section(ewino):
+    """Least squares on a cubic in log|m| plus lproxy: test R^2 (log10 sigma) well above mass alone."""
+    df = ewino[ewino["nlo_1000022_1000022"].notna()].reset_index(drop=True)
+    df = add_derived(df, nlo.proxy_features("1000022,1000022"))
+    y = np.log10(df["nlo_1000022_1000022"].to_numpy())
+    lm = np.log(np.abs(df["m_1000022"].to_numpy()))
+    base = np.column_stack([np.ones_like(lm), lm, lm**2, lm**3, np.sign(df["m_1000022"].to_numpy())])
+    train, test = (df["split"] == "train").to_numpy(), (df["split"] == "test").to_numpy()
+
+    def r2(a):
+        coef, *_ = np.linalg.lstsq(a[train], y[train], rcond=None)
+        res = y[test] - a[test] @ coef
+        return 1 - np.sum(res**2) / np.sum((y[test] - y[test].mean()) ** 2)
+
+    r2_mass = r2(base)
+    r2_proxy = r2(np.column_stack([base, df["lproxy"].to_numpy()]))
+    assert r2_mass < 0.8
+    assert r2_proxy > 0.99
+
+
+def test_proxy_matches_an_independent_amplitude_computation(ewino):
+    """la_uL and lproxy of chi1 chi2 against the amplitude written out in NumPy."""
+    kw = {"sign_left": 1, "sign_right": -1, "shat_factor": 2.0, "shat_offset": 4.0e4}
+    out = add_derived(ewino, nlo.proxy_features("1000022,1000023", **kw))
+    a, b = "N1000022_", "N1000023_"
+    col = {f"{k}{j}": ewino[f"{k}{j}"].to_numpy() for k in (a, b) for j in range(1, 5)}
+    sw2 = nlo.SIN2_THETA_W
+    tw, cw2 = np.sqrt(sw2 / (1 - sw2)), 1 - sw2
+    s_eff = 2.0 * (np.abs(ewino["m_1000022"]) + np.abs(ewino["m_1000023"])).to_numpy() ** 2 + 4.0e4
+    prop = 1.0 / (s_eff - nlo.MZ**2 + 1j * nlo.MZ * nlo.GAMMA_Z)
+    zs = (col[a + "3"] * col[b + "3"] - col[a + "4"] * col[b + "4"]) / (2 * cw2)
+    couplings = {  # Z coupling T3 - Q sw2, squark mass column, f_q(particle prefix), sign of squark term
+        "uL": (0.5 - 2 / 3 * sw2, "m_1000002", lambda p: col[p + "2"] / 2 + tw / 6 * col[p + "1"], 1),
+        "dL": (-0.5 + 1 / 3 * sw2, "m_1000001", lambda p: -col[p + "2"] / 2 + tw / 6 * col[p + "1"], 1),
+        "uR": (-2 / 3 * sw2, "m_2000002", lambda p: 2 / 3 * tw * col[p + "1"], -1),
+        "dR": (1 / 3 * sw2, "m_2000001", lambda p: -1 / 3 * tw * col[p + "1"], -1),
+    }
+    total = 0.0
+    for q, (cz, msq, f, sign) in couplings.items():
+        amp = cz * zs * ewino[msq].to_numpy() ** 2 * prop + sign * 2 * f(a) * f(b)
+        np.testing.assert_allclose(out[f"la_{q}"], np.log(np.abs(amp) ** 2 + 1e-10), rtol=1e-6, atol=1e-6)
+        total = total + (2.0 if q.startswith("u") else 1.0) * np.abs(amp) ** 2
+    np.testing.assert_allclose(out["lproxy"], np.log(total + 1e-10), rtol=1e-6, atol=1e-6)
+
+
+def test_recommended_config_fields_and_overrides():
+    cfg = nlo.recommended_config("1000022,1000022")
+    assert cfg.features == THESIS_FEATURES
+    assert cfg.target == "nlo_1000022_1000022"
+    widths = [int(w) for w in cfg.architecture.split("-")]
+    assert widths[0] == len(cfg.features) + len(cfg.derive) and widths[-1] == 1
+    assert tuple(widths[1:-1]) == cfg.hidden
+    assert nlo.recommended_config("n1 n1", num_chains=3).num_chains == 3
+    with pytest.raises(ValueError, match="unknown NLOConfig field"):
+        nlo.recommended_config("1000022,1000022", chains=3)
+
+
+def test_student_t_log_prob_matches_scipy():
+    import jax.numpy as jnp
+    from scipy import stats
+
+    lik = nlo.StudentT(df=2.5)
+    rng = np.random.default_rng(0)
+    f, y = rng.normal(size=(7, 1)), rng.normal(size=(7, 1)) * 3
+    precision = 4.0
+    scale = 1 / np.sqrt(precision)
+    expected = np.sum(stats.t.logpdf(y, 2.5, loc=f, scale=scale))
+    got = float(lik.log_prob(jnp.asarray(f), jnp.asarray(y), jnp.asarray(precision)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(lik.aleatoric_variance(jnp.zeros((2, 1)), precision), 2.5 / 0.5 / 4.0)
+    with pytest.raises(ValueError, match="df must be > 0"):
+        nlo.StudentT(df=0.0)
+
+
+def test_hetero_student_t_log_prob_and_pit_match_scipy():
+    import jax.numpy as jnp
+    from scipy import stats
+
+    lik = nlo.HeteroscedasticStudentT(df=2.0, min_scale=1e-4)
+    rng = np.random.default_rng(1)
+    f = rng.normal(size=(6, 2))
+    y = rng.normal(size=(6, 1))
+    scale = np.log1p(np.exp(f[:, 1:])) + 1e-4
+    expected = np.sum(stats.t.logpdf(y, 2.0, loc=f[:, :1], scale=scale))
+    got = float(lik.log_prob(jnp.asarray(f), jnp.asarray(y), jnp.asarray(1.0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert lik.output_dim(1) == 2
+    mu, s = rng.normal(size=(3, 5)), rng.uniform(0.5, 2.0, size=(3, 5))
+    yy = rng.normal(size=5)
+    pit = nlo.student_t_pit(mu, s, 2.0, yy)
+    np.testing.assert_allclose(pit, stats.t.cdf((yy - mu) / s, 2.0).mean(axis=0))
+    assert np.all((pit > 0) & (pit < 1))
+
+
+def test_train_process_rejects_unsupported_likelihood():
+    with pytest.raises(ValueError, match="gaussian"):
+        nlo.train_process(0, "1000022,1000022", likelihood="student_t")
+
+
+@pytest.mark.slow
+def test_train_process_tiny_run_scores_the_test_split():
+    result = nlo.train_process(
+        0,
+        "n1 n1",
+        hidden=(4,),
+        num_chains=1,
+        num_warmup=10,
+        num_samples=5,
+        max_tree_depth=3,
+        map_steps=50,
+        progress=False,
+    )
+    m = result.metrics
+    assert m["num_test"] == 1585
+    assert result.fitted.feature_names[: len(THESIS_FEATURES)] == THESIS_FEATURES
+    assert len(result.fitted.derived) == len(nlo.recommended_features("1000022,1000022"))
+    assert 0.0 < m["r2_log"] <= 1.0
+    for k in (1, 2, 3):
+        assert 0.0 <= m[f"cov_{k}sigma_pct"] <= 100.0
+    assert m["cov_1sigma_pct"] <= m["cov_2sigma_pct"] <= m["cov_3sigma_pct"]
+    assert m["fit_seconds"] > 0

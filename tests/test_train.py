@@ -1,0 +1,129 @@
+"""fit_mcmc: MAP starts -> runner -> draws, on Bayesian linear regression with a known posterior.
+
+With the noise precision fixed, the linear model y = X w + b + eps with a
+Gaussian prior has an exactly Gaussian posterior over theta = (w, b):
+Sigma = (lambda A^T A + diag(alpha))^-1, mu = lambda Sigma A^T y, A = [X, 1].
+Draws are compared with it within ESS-based Monte-Carlo error.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from sigmabnn.map import MAPConfig
+from sigmabnn.mcmc.gibbs import HyperPrior
+from sigmabnn.model import BNN, Categorical, Data, Gaussian, GaussianPrior, parse_architecture
+from sigmabnn.train import MCMCConfig, default_config, fit_mcmc
+
+ALPHA_W, ALPHA_B, NOISE = 0.5, 0.25, 4.0
+
+
+def linear_problem(n=50, seed=0, learn_noise=False, dtype="float64"):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3))
+    y = x @ np.array([1.0, -0.5, 0.25]) + 0.3 + 0.5 * rng.normal(size=n)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(ALPHA_W, ALPHA_B), Gaussian(NOISE, learn_noise), dtype=dtype)
+    return bnn, Data(jnp.asarray(x, dtype), jnp.asarray(y[:, None], dtype))
+
+
+def gaussian_posterior(data):
+    x, y = np.asarray(data.x, np.float64), np.asarray(data.y, np.float64).reshape(-1)
+    a = np.hstack([x, np.ones((x.shape[0], 1))])
+    cov = np.linalg.inv(NOISE * a.T @ a + np.diag([ALPHA_W] * 3 + [ALPHA_B]))
+    return NOISE * cov @ a.T @ y, np.diag(cov)
+
+
+def assert_mc_close(draws, mean, var, z=4.5):
+    """Draws ``[chain, draw]`` have this mean and variance within z ESS-based standard errors."""
+    draws = np.asarray(draws, np.float64)
+    se_mean = np.sqrt(var / float(az.ess(draws)))
+    assert abs(draws.mean() - mean) < z * se_mean, (draws.mean(), mean, se_mean)
+    sq = (draws - draws.mean()) ** 2
+    se_var = np.sqrt(np.var(sq) / float(az.ess(sq)))
+    assert abs(sq.mean() - var) < z * se_var, (sq.mean(), var, se_var)
+
+
+def test_default_config_rule():
+    small, mid, big = default_config(100, 50), default_config(8000, 561), default_config(8000, 5000)
+    assert (small.num_warmup, mid.num_warmup, big.num_warmup) == (500, 1000, 1500)
+    assert small.num_chains * small.num_samples == 1000 and small.thin == 1
+    assert mid.map.batch_size is None and mid.map.num_steps == 2000
+    huge = default_config(1_000_000, 561)
+    assert huge.map.batch_size == 1024 and huge.map.num_epochs == 10
+    assert default_config(50_000, 561).map.num_epochs == 41  # ceil(2000 * 1024 / 50000)
+    with pytest.raises(ValueError, match="n_data"):
+        default_config(0, 10)
+
+
+def test_bad_settings_raise_value_error():
+    bnn, data = linear_problem()
+    key = jax.random.PRNGKey(0)
+    with pytest.raises(ValueError, match="num_chains"):
+        fit_mcmc(key, bnn, data, MCMCConfig(num_chains=0), progress=False)
+    cat = BNN(parse_architecture("3-2"), likelihood=Categorical(2))
+    labels = Data(data.x, jnp.zeros(data.x.shape[0], jnp.int32))
+    with pytest.raises(ValueError, match="gaussian"):
+        fit_mcmc(key, cat, labels, MCMCConfig(learn_noise=True), progress=False)
+
+
+@pytest.mark.slow
+def test_fit_fixed_noise_matches_exact_gaussian_posterior():
+    bnn, data = linear_problem()
+    config = MCMCConfig(
+        num_chains=4, num_warmup=400, num_samples=1000, map=MAPConfig(learning_rate=0.05, num_steps=300)
+    )
+    draws, info = fit_mcmc(jax.random.PRNGKey(0), bnn, data, config, progress=False)
+    assert draws.positions.shape == (4, 1000, 4) and draws.positions.dtype == jnp.float64
+    mean, var = gaussian_posterior(data)
+    for i in range(4):
+        assert_mc_close(draws.positions[..., i], mean[i], var[i])
+    # fixed hyperparameters are carried along unchanged
+    np.testing.assert_array_equal(np.asarray(draws.hyper.noise_precision), NOISE)
+    assert info.learn_noise is False and info.learn_prior is False
+    # bookkeeping: gradient count = MAP steps + leapfrog steps (no Gibbs re-evaluations)
+    expected = info.map_info.num_grad_evals
+    expected += int(np.sum(info.warmup_info.num_integration_steps)) + int(
+        np.sum(info.sample_info.num_integration_steps)
+    )
+    assert info.num_grad_evals == expected and info.map_info.num_grad_evals == 4 * 300
+    assert 0 < info.map_seconds < info.total_seconds and 0 < info.sample_seconds < info.total_seconds
+    assert info.adapted.step_size.shape == (4,)
+
+
+@pytest.mark.slow
+def test_fit_learns_noise_and_prior_precisions():
+    bnn, data = linear_problem(learn_noise=True)
+    hp = HyperPrior(noise_shape=2.0, noise_rate=0.5)
+    config = MCMCConfig(
+        num_chains=2,
+        num_warmup=300,
+        num_samples=500,
+        learn_prior=True,
+        hyperprior=hp,
+        map=MAPConfig(learning_rate=0.05, num_steps=300),
+    )
+    draws, info = fit_mcmc(jax.random.PRNGKey(1), bnn, data, config, progress=False)
+    assert info.learn_noise and info.learn_prior
+    # the initial noise precision is the Gibbs conditional mean at the MAP fits (pooled over chains)
+    mlp_x = np.hstack([np.asarray(data.x), np.ones((50, 1))])
+    y = np.asarray(data.y).reshape(-1)
+    # MAP starts at fixed noise precision 4: the ridge solution
+    theta = np.linalg.solve(NOISE * mlp_x.T @ mlp_x + np.diag([ALPHA_W] * 3 + [ALPHA_B]), NOISE * mlp_x.T @ y)
+    sse = np.sum((y - mlp_x @ theta) ** 2)
+    np.testing.assert_allclose(float(info.initial_hyper.noise_precision), (2.0 + 25.0) / (0.5 + sse / 2), rtol=1e-3)
+    lam = np.asarray(draws.hyper.noise_precision)
+    w_prec = np.asarray(draws.hyper.weight_precision)
+    assert lam.shape == (2, 500) and w_prec.shape == (2, 500, 1)
+    assert np.all(lam > 0) and np.std(lam) > 0 and np.std(w_prec) > 0
+    # the noise std used to simulate is 0.5: the posterior of lambda sits near 1 / 0.25 = 4
+    assert 2.0 < lam.mean() < 8.0
+    # gradient count includes one re-evaluation per iteration and chain after the Gibbs update
+    expected = info.map_info.num_grad_evals + 2 * (300 + 500)
+    expected += int(np.sum(info.warmup_info.num_integration_steps)) + int(
+        np.sum(info.sample_info.num_integration_steps)
+    )
+    assert info.num_grad_evals == expected
