@@ -250,13 +250,7 @@ def _lognormal_moments(mu: Array, var: Array, want_cov: bool) -> dict[str, Array
     """Exact moments of the mixture of log-normals ``10**N(mu_t, var_t)``."""
     m = jnp.exp(_LN10 * mu + 0.5 * _LN10**2 * var)  # E[Y | t]
     v = jnp.expm1(_LN10**2 * var) * jnp.square(m)  # Var[Y | t]
-    mean = m.mean(0)
-    out = {"mean": mean, "epistemic_var": jnp.mean(jnp.square(m - mean), axis=0), "aleatoric_var": v.mean(0)}
-    if want_cov:
-        centred = m - mean
-        cov = jnp.einsum("tci,tcj->cij", centred, centred) / m.shape[0]
-        out["covariance"] = cov + jax.vmap(jnp.diag)(out["aleatoric_var"])
-    return out
+    return _moments(m, v, want_cov)
 
 
 def _mixture_log_density(mu: Array, var: Array, y: Array) -> Array:
