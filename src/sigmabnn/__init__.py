@@ -13,7 +13,9 @@ from typing import Any
 
 from sigmabnn._version import __version__ as __version__
 
-# public name -> module that defines it
+# public name -> module that defines it. A name here must not also be a submodule's name
+# (``predict``, ``evaluate``): the lazy lookup would shadow the submodule. Use
+# ``from sigmabnn.predict import predict`` and ``from sigmabnn.evaluate.metrics import evaluate``.
 _EXPORTS: dict[str, str] = {
     "BNN": "sigmabnn.model",
     "Categorical": "sigmabnn.model",
@@ -29,9 +31,7 @@ _EXPORTS: dict[str, str] = {
     "FittedModel": "sigmabnn.fitted",
     "load_model": "sigmabnn.io.model_file",
     "save_model": "sigmabnn.io.model_file",
-    "predict": "sigmabnn.predict",
     "Prediction": "sigmabnn.predict",
-    "evaluate": "sigmabnn.evaluate.metrics",
     "read_table": "sigmabnn.data.tables",
     "prepare": "sigmabnn.data.tables",
     "MAPConfig": "sigmabnn.map",
