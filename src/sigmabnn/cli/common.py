@@ -23,48 +23,42 @@ STDOUT = "-"
 # ---------------------------------------------------------------- argument types
 
 
+def _checked(text: str, cast: Any, accept: Any, bad_form: str, out_of_range: str | None = None) -> Any:
+    """Parse ``text`` with ``cast``; raise argparse's error with ``bad_form`` (or ``out_of_range``
+    when the value parses but ``accept(value)`` is false), each followed by ``got 'text'``."""
+    try:
+        value = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{bad_form}, got {text!r}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"{out_of_range or bad_form}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return _checked(text, int, lambda v: v >= 1, "expected a positive integer")
 
 
 def nonnegative_int(text: str) -> int:
     """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+    return _checked(text, int, lambda v: v >= 0, "expected a non-negative integer")
 
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
+    return _checked(text, float, lambda v: math.isfinite(v) and v > 0, "expected a positive number")
 
 
 def level(text: str) -> float:
     """argparse type: a central-interval probability strictly between 0 and 1 (e.g. ``0.95``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability such as 0.95, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"interval level must lie strictly between 0 and 1, got {text!r}")
-    return value
+    return _checked(
+        text,
+        float,
+        lambda v: 0.0 < v < 1.0,
+        "expected a probability such as 0.95",
+        "interval level must lie strictly between 0 and 1",
+    )
 
 
 def column_list(text: str) -> list[str]:
