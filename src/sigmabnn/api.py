@@ -21,6 +21,14 @@
 
 The random key of the run is ``jax.random.key(seed)``; the same ``seed``
 also fixes the random row split.
+
+Long runs: ``fit(..., checkpoint=MODEL)`` trains into the model path
+``MODEL`` (:mod:`sigmabnn.io.checkpoint`): MAP results are saved, draws are
+streamed to disk chunk by chunk with a resumable state, an interruption
+(``KeyboardInterrupt``, or ``SIGTERM`` in the CLI) leaves a partial model
+there and raises :class:`~sigmabnn.io.checkpoint.TrainingInterrupted`, and
+the finished model replaces the checkpoint. :func:`resume` continues an
+interrupted run; the finished model equals that of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import numpy as np
 
 from sigmabnn.errors import InputError
 
-__all__ = ["MCMC_METHODS", "METHODS", "VI_METHODS", "fit"]
+__all__ = ["MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "resume"]
 
 MCMC_METHODS = ("nuts", "hmc", "mh")
 VI_METHODS = ("bbb", "flipout")
@@ -45,6 +53,8 @@ DEFAULT_HIDDEN = (20, 20)
 METRICS_MAX_ROWS = 5000
 #: Training points at which function-space R-hat/ESS are computed.
 DIAGNOSTIC_POINTS = 32
+#: MCMC iterations per jitted chunk: a checkpointed run commits its state after each.
+CHUNK_SIZE = 50
 
 
 def _architecture(spec: Any, features: Sequence[str], output_dim: int, activation: Any):
@@ -155,6 +165,8 @@ def fit(
     dtype: str = "float64",
     progress: bool = True,
     derive: Iterable[Any] = (),
+    checkpoint: str | os.PathLike[str] | None = None,
+    resume: bool = False,
     **method_options: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """Fit a BNN surrogate to a table (the steps are in the module docstring).
@@ -184,6 +196,12 @@ def fit(
         dtype: ``"float64"`` or ``"float32"``.
         progress: progress bars on stderr.
         derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
+        checkpoint: a model path to train into (MCMC: MAP results, streamed draws and the
+            resumable state are kept there; an interruption leaves a partial model there and
+            raises :class:`~sigmabnn.io.checkpoint.TrainingInterrupted`). The finished model is
+            saved there. ``None``: nothing is written.
+        resume: continue the interrupted run at ``checkpoint`` (the arguments must be those it
+            was started with; :func:`resume` reads them for you).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``).
@@ -227,9 +245,16 @@ def fit(
     if noise_precision is not None and not (np.isfinite(noise_precision) and noise_precision > 0):
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
 
+    derive = tuple(derive)
+    run_args = _run_args(
+        target=target, features=None if features is None else list(features), method=method,
+        architecture=architecture, activation=activation, log_target=bool(log_target), split_column=split_column,
+        split=list(split), seed=int(seed), num_chains=int(num_chains), num_warmup=num_warmup,
+        num_samples=num_samples, learn_noise=bool(learn_noise), noise_precision=noise_precision,
+        noise_column=noise_column, dtype=dtype, derive=list(derive), method_options=method_options,
+    ) if checkpoint is not None else None  # fmt: skip
     df, source = _read(data)
     derived: tuple[tuple[str, str], ...] = ()
-    derive = tuple(derive)
     if derive:
         from sigmabnn.data.features import add_derived, parse_derived
 
@@ -249,6 +274,9 @@ def fit(
         noise_column=noise_column,
     )
     train, val = prepared.train, prepared.val
+    ckpt = None
+    if checkpoint is not None:
+        ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
     x_transform = Standardizer.fit(train.x)
     y_transform = TargetTransform.fit(train.y, log10=log_target)
 
@@ -302,8 +330,20 @@ def fit(
         if num_samples is not None:
             config = config._replace(num_samples=int(num_samples))
         config = _replace_config(config, method_options, "MCMC")
+        chunk = int(ckpt.record.get("chunk_size", CHUNK_SIZE)) if ckpt is not None else CHUNK_SIZE
         try:
-            draws, info = fit_mcmc(key, bnn, train_data, config, val_data=val_data, progress=progress)
+            draws, info = fit_mcmc(
+                key, bnn, train_data, config, val_data=val_data, progress=progress, checkpoint=ckpt, chunk_size=chunk
+            )
+        except KeyboardInterrupt as err:
+            if ckpt is None:
+                raise
+            partial = FittedModel(
+                bnn=bnn, draws=None, x_transform=x_transform, y_transform=y_transform,
+                feature_names=prepared.feature_names, target_name=prepared.target_name, derived=derived,
+                method=method, settings=to_jsonable(settings), data_fingerprint=prepared.fingerprint,
+            )  # fmt: skip
+            raise _interrupted(ckpt, partial, config, err) from None
         except ValueError as err:
             if isinstance(err, InputError):
                 raise
@@ -405,4 +445,115 @@ def fit(
         "metrics": metrics,
     }
     report = to_jsonable(report)
-    return dataclasses.replace(fitted, diagnostics=report), report
+    fitted = dataclasses.replace(fitted, diagnostics=report)
+    if checkpoint is not None:
+        from sigmabnn.io.model_file import save_model
+
+        save_model(fitted, checkpoint)  # replaces the checkpoint
+    return fitted, report
+
+
+def _run_args(**args: Any) -> dict[str, Any]:
+    """The arguments of a checkpointed :func:`fit` as JSON (what :func:`resume` calls it with again)."""
+    import json
+
+    if not isinstance(args.get("architecture", ""), str):
+        args = {**args, "architecture": [int(w) for w in args["architecture"]]}
+    try:
+        return json.loads(json.dumps(args, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        raise InputError(f"a checkpointed fit needs arguments that JSON can hold: {err}") from None
+
+
+def _open_checkpoint(path: Any, resume: bool, run_args: dict[str, Any], fingerprint: str, source: str | None):
+    """A new checkpoint at ``path``, or (``resume``) the existing one after checking it is this run's."""
+    from sigmabnn._version import __version__
+    from sigmabnn.fitted import now_iso
+    from sigmabnn.io.checkpoint import Checkpoint
+
+    if not resume:
+        return Checkpoint.create(
+            path,
+            {
+                "fit_args": run_args,
+                "data_fingerprint": fingerprint,
+                "source": None if source is None else os.path.abspath(source),
+                "chunk_size": CHUNK_SIZE,
+                "sigmabnn_version": __version__,
+                "created": now_iso(),
+            },
+        )
+    ckpt = Checkpoint.open(path)
+    recorded = ckpt.record.get("fit_args")
+    if not isinstance(recorded, dict):
+        raise InputError(f"the checkpoint in {path} does not record its fit arguments")
+    for key in sorted(set(recorded) | set(run_args)):
+        if recorded.get(key) != run_args.get(key):
+            raise InputError(
+                f"cannot resume {path}: it was started with {key}={recorded.get(key)!r}, not {run_args.get(key)!r}"
+            )
+    if ckpt.record.get("data_fingerprint") != fingerprint:
+        raise InputError(
+            f"cannot resume {path}: the training data differ from those of the interrupted run "
+            f"({fingerprint} instead of {ckpt.record.get('data_fingerprint')})"
+        )
+    return ckpt
+
+
+def _interrupted(ckpt: Any, partial: Any, config: Any, err: BaseException) -> BaseException:
+    """Save the partial model of an interrupted run (its committed draws) and say how far it got."""
+    from sigmabnn.io.checkpoint import TrainingInterrupted
+    from sigmabnn.io.model_file import save_partial_model
+    from sigmabnn.model.mlp import num_params
+
+    num_warmup, num_samples, thin = int(config.num_warmup), int(config.num_samples), int(config.thin)
+    total = num_warmup + num_samples * thin
+    iteration = ckpt.iteration()
+    done = max(iteration - num_warmup, 0) // thin
+    bnn = partial.bnn
+    layers = len(bnn.mlp.widths) - 1
+    draws = ckpt.committed_draws(done, int(config.num_chains), num_params(bnn.mlp), layers, bnn.dtype)
+    phase = "sampling" if iteration > num_warmup else "warm-up" if ckpt.has_arrays() else "MAP"
+    training = {
+        "complete": False,
+        "phase": phase,
+        "iterations_done": iteration,
+        "iterations_planned": total,
+        "draws_done": done,
+        "draws_planned": num_samples,
+    }
+    partial = dataclasses.replace(partial, draws=draws, diagnostics={"training": training})
+    save_partial_model(partial, ckpt.model_path)
+    return TrainingInterrupted(str(ckpt.model_path), training, getattr(err, "signal_name", "SIGINT"))
+
+
+def resume(
+    path: str | os.PathLike[str], data: Any = None, *, progress: bool = True, **expected: Any
+) -> tuple[Any, dict[str, Any]]:
+    """Continue the interrupted checkpointed run at ``path``; returns what :func:`fit` returns.
+
+    ``data`` defaults to the file the run was started with (its fingerprint must match);
+    ``expected`` fit arguments, when given, must equal those of the run. A finished model,
+    or a path without a checkpoint, raises :class:`~sigmabnn.errors.InputError`.
+    """
+    from sigmabnn.io.checkpoint import Checkpoint
+
+    record = Checkpoint.open(path).record
+    args = dict(record.get("fit_args") or {})
+    unknown = sorted(set(expected) - set(args) - set(args.get("method_options", {})))
+    if unknown:
+        raise InputError(f"unknown fit argument {unknown[0]!r}")
+    options = args.pop("method_options", {})
+    if data is None:
+        data = record.get("source")
+        if data is None:
+            raise InputError(f"the run at {path} was started from a DataFrame: pass the data to resume it")
+        if not os.path.isfile(data):
+            raise InputError(f"the training data of the run at {path} are gone ({data}): pass them to resume it")
+    target = args.pop("target")
+    args["derive"] = [tuple(d) if isinstance(d, list) else d for d in args.get("derive", [])]
+    for key, value in expected.items():
+        recorded = options.get(key) if key in options else args.get(key) if key != "target" else target
+        if _run_args(**{key: value})[key] != recorded:
+            raise InputError(f"cannot resume {path}: it was started with {key}={recorded!r}, not {value!r}")
+    return fit(data, target, **args, **options, progress=progress, checkpoint=path, resume=True)

@@ -11,13 +11,20 @@ call:
 3. :func:`sigmabnn.mcmc.run.sample`: windowed warm-up and sampling with the
    chosen kernel, with conjugate Gibbs updates of the precisions
    (:mod:`sigmabnn.mcmc.gibbs`) after every weight update when any are learnt.
+
+With a ``checkpoint`` (:class:`sigmabnn.io.checkpoint.Checkpoint`, or any
+:class:`~sigmabnn.mcmc.run.RunStore` with ``save_arrays``/``load_arrays``)
+the MAP starts and the initial hyperparameters are saved once computed, and
+the runner streams its draws there and commits after every chunk; calling
+:func:`fit_mcmc` again with the same arguments and that checkpoint resumes the
+run without repeating MAP, and returns the draws of an uninterrupted run.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -139,6 +146,28 @@ def _resolve_learn_noise(bnn: BNN, learn_noise: bool | None) -> bool:
     return bool(learn_noise)
 
 
+def _pack_map(positions: Array, hyper: Hyperparameters, info: MAPInfo | None, seconds: float) -> dict:
+    out = {"positions": np.asarray(positions), "seconds": np.float64(seconds)}
+    out.update({f"hyper.{k}": np.asarray(v) for k, v in hyper._asdict().items()})
+    if info is not None:
+        out.update({f"info.{k}": np.asarray(v) for k, v in info._asdict().items() if v is not None})
+    return out
+
+
+def _unpack_map(saved: dict, hyper: Hyperparameters) -> tuple[Array, Hyperparameters, MAPInfo | None, float]:
+    """The MAP results saved by :func:`_pack_map` (shapes are checked by the runner against the run)."""
+    try:
+        positions = jnp.asarray(saved["positions"])
+        hyper = Hyperparameters(**{k: jnp.asarray(saved[f"hyper.{k}"]) for k in hyper._fields})
+        info = None
+        if "info.num_grad_evals" in saved:
+            fields = {k: saved.get(f"info.{k}") for k in MAPInfo._fields}
+            info = MAPInfo(**{**fields, "num_grad_evals": int(fields["num_grad_evals"])})
+        return positions, hyper, info, float(saved["seconds"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"the checkpoint's MAP results are incomplete ({err})") from None
+
+
 def fit_mcmc(
     rng_key: Array,
     bnn: BNN,
@@ -146,6 +175,8 @@ def fit_mcmc(
     config: MCMCConfig | None = None,
     val_data: Data | None = None,
     progress: bool = True,
+    checkpoint: Any = None,
+    chunk_size: int = 50,
 ) -> tuple[PosteriorDraws, TrainInfo]:
     """Sample the BNN posterior: MAP starts, warm-up, sampling, Gibbs updates of learnt precisions.
 
@@ -156,6 +187,10 @@ def fit_mcmc(
         config: :class:`MCMCConfig` (defaults when ``None``; see also :func:`default_config`).
         val_data: optional validation data for MAP early stopping.
         progress: progress bar on stderr.
+        checkpoint: where to stream draws and commit the resumable state (see the module
+            docstring); ``None`` keeps everything in memory.
+        chunk_size: iterations per jitted chunk, i.e. between commits (a resumed run must use
+            the value of the run it continues to reproduce it bit for bit).
 
     Returns:
         ``(PosteriorDraws, TrainInfo)``: positions ``[C, S, d]`` and hyperparameters
@@ -182,17 +217,23 @@ def fit_mcmc(
     hyper = bnn.default_hyperparameters()
 
     t_start = time.perf_counter()
-    if config.map is not None:
-        positions, map_info = pretrain_map(key_map, bnn, data, hyper, config.map, val_data, num_starts=num_chains)
+    saved = checkpoint.load_arrays("map") if checkpoint is not None else None
+    if saved is not None:
+        positions, hyper, map_info, map_seconds = _unpack_map(saved, hyper)
     else:
-        positions, map_info = draw_starts(key_map, bnn, hyper, num_chains, "glorot"), None
-    positions = jax.block_until_ready(positions)
+        if config.map is not None:
+            positions, map_info = pretrain_map(key_map, bnn, data, hyper, config.map, val_data, num_starts=num_chains)
+        else:
+            positions, map_info = draw_starts(key_map, bnn, hyper, num_chains, "glorot"), None
+        positions = jax.block_until_ready(positions)
+        if learn_noise and config.noise_from_map:
+            shapes, rates = jax.vmap(lambda p: noise_conditional(bnn, data, config.hyperprior, p))(positions)
+            noise = jnp.mean(shapes) / jnp.mean(rates)  # conditional mean at the chains' mean SSE
+            hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
+        map_seconds = time.perf_counter() - t_start
+        if checkpoint is not None:
+            checkpoint.save_arrays("map", _pack_map(positions, hyper, map_info, map_seconds))
     t_map = time.perf_counter()
-
-    if learn_noise and config.noise_from_map:
-        shapes, rates = jax.vmap(lambda p: noise_conditional(bnn, data, config.hyperprior, p))(positions)
-        noise = jnp.mean(shapes) / jnp.mean(rates)  # conditional mean at the chains' mean SSE
-        hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
 
     result = sample(
         key_sample,
@@ -210,6 +251,8 @@ def fit_mcmc(
         random_direction=config.random_direction,
         gibbs_fn=gibbs_fn,
         progress=progress,
+        chunk_size=chunk_size,
+        store=checkpoint,
     )
     draws = jax.block_until_ready(result.draws)
     t_end = time.perf_counter()
@@ -228,9 +271,9 @@ def fit_mcmc(
         adapted=result.adapted,
         map_info=map_info,
         initial_hyper=hyper,
-        map_seconds=t_map - t_start,
+        map_seconds=map_seconds,
         sample_seconds=t_end - t_map,
-        total_seconds=t_end - t_start,
+        total_seconds=map_seconds + t_end - t_map,
         num_grad_evals=grads,
         learn_noise=learn_noise,
         learn_prior=learn_prior,

@@ -1,10 +1,20 @@
-"""``sigmabnn train DATA --target COL --out MODEL``: fit a BNN to a table and save it."""
+"""``sigmabnn train DATA --target COL --out MODEL``: fit a BNN to a table and save it.
+
+MCMC runs are checkpointed in MODEL while they run (:mod:`sigmabnn.io.checkpoint`).
+Ctrl-C (SIGINT) or SIGTERM leaves a partial model there, holding the draws so
+far and the resumable state, and exits with 130 (SIGINT) or 143 (SIGTERM);
+``sigmabnn train --resume MODEL`` continues the run to the model an
+uninterrupted run would have written.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from sigmabnn.cli import common
@@ -20,8 +30,13 @@ METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", metavar="DATA", help="training table (.csv, .csv.gz, .parquet)")
-    p.add_argument("--target", required=True, metavar="COL", help="column to predict")
+    p.add_argument(
+        "data",
+        metavar="DATA",
+        nargs="?",
+        help="training table (.csv, .csv.gz, .parquet); with --resume, default the run's own data file",
+    )
+    p.add_argument("--target", metavar="COL", help="column to predict (required unless --resume)")
     p.add_argument(
         "--features",
         type=common.column_list,
@@ -40,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="TRAIN,VAL,TEST",
         help="random split of the rows by fractions, e.g. 0.8,0.1,0.1 (reproducible with --seed)",
     )
-    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="random seed (default 0)")
+    p.add_argument("--seed", type=common.nonnegative_int, metavar="N", help="random seed (default 0)")
     p.add_argument(
         "--log-target",
         action="store_true",
@@ -66,7 +81,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sampler.add_argument(
         "--method",
         choices=METHODS,
-        default="nuts",
         help="nuts, hmc, mh (MCMC) or bbb, flipout (variational; --chains/--warmup ignored); default nuts",
     )
     sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")
@@ -85,9 +99,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         "-o",
-        required=True,
         metavar="MODEL",
-        help="model to write (a directory holding model.json and arrays.npz)",
+        help="model to write (a directory holding model.json and arrays.npz; required unless --resume)",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="MODEL",
+        help="continue the interrupted run whose partial model is MODEL (other options, if given, must match it)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
 
@@ -95,9 +113,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :func:`sigmabnn.api.fit` from the parsed options (only those given)."""
     kwargs: dict[str, Any] = {
-        "method": args.method,
+        "method": args.method or "nuts",
         "log_target": args.log_target,
-        "seed": args.seed,
+        "seed": 0 if args.seed is None else args.seed,
         "progress": not args.quiet,
         "learn_noise": args.fixed_noise is None,
         "derive": tuple(args.derive),
@@ -117,16 +135,90 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, like Ctrl-C's ``KeyboardInterrupt``."""
+
+    signal_name = "SIGTERM"
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While training, SIGTERM interrupts like Ctrl-C does (so the run is saved, not lost)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def resume_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`sigmabnn.api.fit` arguments given explicitly next to ``--resume`` (they must match the run)."""
+    given = {k: v for k, v in fit_kwargs(args).items() if k not in ("progress",)}
+    if args.method is None:
+        given.pop("method")
+    if args.seed is None:
+        given.pop("seed")
+    if not args.log_target:
+        given.pop("log_target")
+    if args.fixed_noise is None:
+        given.pop("learn_noise")
+    if not args.derive:
+        given.pop("derive")
+    if args.target is not None:
+        given["target"] = args.target
+    return given
+
+
 def run(args: argparse.Namespace) -> int:
-    data = common.input_file(args.data)
-    out = common.output_model(args.out)
+    from sigmabnn.errors import InputError
+
+    if args.resume is not None:
+        if args.out is not None and str(args.out) != str(args.resume):
+            raise InputError("--resume continues the model it names; drop --out")
+        data = None if args.data is None else common.input_file(args.data)
+        out = args.resume
+    else:
+        missing = [name for name, value in (("DATA", args.data), ("--target", args.target), ("--out", args.out))
+                   if value is None]  # fmt: skip
+        if missing:
+            raise InputError(f"the following arguments are required: {', '.join(missing)}")
+        data = common.input_file(args.data)
+        from sigmabnn.io.checkpoint import has_checkpoint
+
+        if has_checkpoint(args.out):
+            raise InputError(
+                f"{args.out} holds an interrupted training run; continue it with 'sigmabnn train --resume {args.out}' "
+                "or remove it first"
+            )
+        out = common.output_model(args.out)
 
     from sigmabnn import api
-    from sigmabnn.io.model_file import save_model
+    from sigmabnn.io.checkpoint import TrainingInterrupted
 
     start = time.perf_counter()
-    fitted, report = api.fit(data, args.target, **fit_kwargs(args))
-    save_model(fitted, out)
+    try:
+        with _sigterm_interrupts():
+            if args.resume is not None:
+                fitted, report = api.resume(out, data, progress=not args.quiet, **resume_kwargs(args))
+            else:
+                fitted, report = api.fit(data, args.target, checkpoint=out, **fit_kwargs(args))
+    except TrainingInterrupted as stop:
+        t = stop.training
+        print(
+            f"sigmabnn train: interrupted ({stop.cause}) during {t['phase']} after {t['draws_done']} of "
+            f"{t['draws_planned']} draws per chain; the partial model {stop.path} holds them; "
+            f"continue with: sigmabnn train --resume {stop.path}",
+            file=sys.stderr,
+        )
+        return 143 if stop.cause == "SIGTERM" else 130
     elapsed = time.perf_counter() - start
     if not args.quiet:
         print_summary(fitted, report, out, elapsed, file=sys.stdout)

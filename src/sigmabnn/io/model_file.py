@@ -2,7 +2,8 @@
 
 Layout of a model directory::
 
-    model.json   format "sigmabnn-model", format_version 1, network (widths,
+    model.json   format "sigmabnn-model", format_version 1, complete (false for the
+                 partial model of an interrupted run), network (widths,
                  activations, dtype, num_params, prior, likelihood), features,
                  target, derived, transforms, method, settings, diagnostics,
                  data_fingerprint, created, and "arrays": the manifest
@@ -13,7 +14,10 @@ Layout of a model directory::
                  adapted.<name> (adapted sampler parameters, optional)
 
 Saving is atomic (:func:`sigmabnn.io.atomic.atomic_directory`): the directory
-appears complete or not at all.
+appears complete or not at all. A run trained with a checkpoint
+(:mod:`sigmabnn.io.checkpoint`) keeps it in ``checkpoint/`` inside the model
+directory; an interrupted run leaves there a partial model
+(:func:`save_partial_model`, ``"complete": false``) holding the draws so far.
 
 Loading treats the files as untrusted and validates *before* allocating:
 JSON size and syntax, format name and version, every field and its type,
@@ -46,7 +50,7 @@ from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.io.atomic import atomic_directory
+from sigmabnn.io.atomic import atomic_directory, atomic_write, atomic_write_text
 from sigmabnn.model.likelihoods import LIKELIHOODS
 from sigmabnn.model.mlp import ACTIVATIONS, MLP, num_params
 from sigmabnn.model.posterior import BNN, Hyperparameters
@@ -59,7 +63,9 @@ __all__ = [
     "HEADER_NAME",
     "load_model",
     "read_header",
+    "read_npy_header",
     "save_model",
+    "save_partial_model",
     "to_jsonable",
 ]
 
@@ -129,14 +135,21 @@ def _dataclass_json(obj: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- saving
 
 
+def _as_dtype(a: Any, dtype: np.dtype) -> np.ndarray:
+    """``a`` as a NumPy array of ``dtype``, without copying when it already is one (draws may be
+    memory-mapped and larger than memory: ``np.savez`` streams them in C order)."""
+    a = np.asarray(a)
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
 def _arrays_of(fitted: FittedModel) -> dict[str, np.ndarray]:
     dtype = np.dtype(fitted.bnn.dtype)
     d = fitted.draws
     arrays = {
-        "positions": np.ascontiguousarray(np.asarray(d.positions), dtype=dtype),
-        "noise_precision": np.ascontiguousarray(np.asarray(d.hyper.noise_precision), dtype=dtype),
-        "weight_precision": np.ascontiguousarray(np.asarray(d.hyper.weight_precision), dtype=dtype),
-        "bias_precision": np.ascontiguousarray(np.asarray(d.hyper.bias_precision), dtype=dtype),
+        "positions": _as_dtype(d.positions, dtype),
+        "noise_precision": _as_dtype(d.hyper.noise_precision, dtype),
+        "weight_precision": _as_dtype(d.hyper.weight_precision, dtype),
+        "bias_precision": _as_dtype(d.hyper.bias_precision, dtype),
     }
     for name, value in fitted.adapted.items():
         if not _ARRAY_NAME.match(str(name)):
@@ -148,9 +161,10 @@ def _arrays_of(fitted: FittedModel) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: bool = True) -> dict[str, Any]:
     bnn = fitted.bnn
     return {
+        "complete": complete,
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "sigmabnn_version": __version__,
@@ -176,6 +190,12 @@ def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray]) -> dict[str, 
     }
 
 
+def _header_text(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: bool) -> str:
+    header = _header_of(fitted, arrays, complete)
+    _validate_header(header)  # never write what we could not read back
+    return json.dumps(header, indent=1, allow_nan=False) + "\n"
+
+
 def save_model(fitted: FittedModel, path: str | os.PathLike[str]) -> Path:
     """Write ``fitted`` as a model directory at ``path`` (atomically; replaces an existing model).
 
@@ -184,15 +204,34 @@ def save_model(fitted: FittedModel, path: str | os.PathLike[str]) -> Path:
     """
     path = Path(path)
     arrays = _arrays_of(fitted)
-    header = _header_of(fitted, arrays)
-    _validate_header(header)  # never write what we could not read back
-    text = json.dumps(header, indent=1, allow_nan=False) + "\n"
+    text = _header_text(fitted, arrays, complete=True)
     if path.exists() and path.is_dir() and not (path / HEADER_NAME).is_file() and any(path.iterdir()):
-        raise ModelFileError(f"refusing to replace {path}: a non-empty directory that is not a model")
+        from sigmabnn.io.checkpoint import has_checkpoint
+
+        if not has_checkpoint(path):  # a checkpoint is replaced by the model it was training
+            raise ModelFileError(f"refusing to replace {path}: a non-empty directory that is not a model")
     with atomic_directory(path) as tmp:
         (tmp / HEADER_NAME).write_text(text, encoding="utf-8")
         with open(tmp / ARRAYS_NAME, "wb") as f:
             np.savez(f, **arrays)
+    return path
+
+
+def save_partial_model(fitted: FittedModel, path: str | os.PathLike[str]) -> Path:
+    """Write the model of an interrupted run into its directory ``path``, beside its checkpoint.
+
+    The header says ``"complete": false``; the draws may be empty (``[C, 0, d]``, interrupted
+    before sampling), and :func:`load_model` then refuses the model with a hint to resume it.
+    The two files are replaced one by one: ``model.json`` is removed first and written last, so
+    a kill in between leaves no header (the checkpoint still resumes), never a header that
+    describes other arrays.
+    """
+    path = Path(path)
+    arrays = _arrays_of(fitted)
+    text = _header_text(fitted, arrays, complete=False)
+    (path / HEADER_NAME).unlink(missing_ok=True)
+    atomic_write(path / ARRAYS_NAME, lambda f: np.savez(f, **arrays))
+    atomic_write_text(path / HEADER_NAME, text)
     return path
 
 
@@ -260,6 +299,9 @@ def _validate_header(h: Any) -> dict[str, Any]:
             raise _fail(f"model.json lacks the field {key!r}")
         if not isinstance(h[key], typ) or (typ is int and isinstance(h[key], bool)):
             raise _fail(f"model.json field {key!r} must be a {typ.__name__}")
+    complete = h.get("complete", True)
+    if not isinstance(complete, bool):
+        raise _fail("model.json field 'complete' must be true or false")
     net = h["network"]
     for key in ("widths", "activations", "dtype", "num_params", "prior", "likelihood"):
         if key not in net:
@@ -301,8 +343,9 @@ def _validate_header(h: Any) -> dict[str, Any]:
         if name not in specs:
             raise _fail(f"the manifest lacks the array {name!r}")
     pos_shape = specs["positions"][0]
-    if len(pos_shape) != 3 or pos_shape[0] < 1 or pos_shape[1] < 1 or pos_shape[2] != d:
-        raise _fail(f"positions must have shape [chains >= 1, draws >= 1, {d}], declared {list(pos_shape)}")
+    min_draws = 1 if complete else 0  # an interrupted run may not have reached its first draw
+    if len(pos_shape) != 3 or pos_shape[0] < 1 or pos_shape[1] < min_draws or pos_shape[2] != d:
+        raise _fail(f"positions must have shape [chains >= 1, draws >= {min_draws}, {d}], declared {list(pos_shape)}")
     c, s = pos_shape[:2]
     n_layers = len(widths) - 1
     expected = {
@@ -352,7 +395,7 @@ def _reject_constant(name: str) -> Any:
 # --------------------------------------------------------------------------- loading arrays
 
 
-def _read_npy_header(f: Any, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+def read_npy_header(f: Any, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     prefix = f.read(8)
     if len(prefix) < 8 or prefix[:6] != b"\x93NUMPY":
         raise _fail(f"array {name!r} is not a .npy member")
@@ -438,7 +481,7 @@ def _load_arrays(npz: Path, specs: dict[str, Any], verify_checksums: bool = Fals
         offsets = {}
         for name, (shape, dtype, _) in specs.items():
             with zf.open(infos[name + ".npy"]) as f:
-                got_shape, fortran, got_dtype, offset = _read_npy_header(f, name)
+                got_shape, fortran, got_dtype, offset = read_npy_header(f, name)
             if got_dtype.hasobject:
                 raise _fail(f"array {name!r} holds Python objects (pickles are never loaded)")
             if got_shape != shape or got_dtype != dtype or fortran:
@@ -496,6 +539,11 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
             raise _fail("the input transform does not match the network's input width")
         if likelihood.output_dim(y_transform.standardizer.dim) != net["widths"][-1]:
             raise _fail("the target transform and likelihood do not match the network's output width")
+        if specs["positions"][0][1] == 0:
+            raise _fail(
+                f"{path} is an interrupted training run without draws yet (stopped before sampling); "
+                f"continue it with 'sigmabnn train --resume {path}'"
+            )
         arrays = _load_arrays(path / ARRAYS_NAME, specs, verify_checksums)
     except ModelFileError:
         raise

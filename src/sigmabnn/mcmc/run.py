@@ -12,12 +12,23 @@ The iterations run inside one jitted chunk function (``lax.scan`` over
 ``chunk_size`` iterations), compiled once and reused by every chunk of the
 warm-up and of the sampling phase; the Python loop over chunks only updates
 the progress bar.
+
+Every chunk ends in a *commit* to a run store (:class:`RunStore`): the
+chunk's kept draws (and warm-up records) are written to preallocated arrays
+``[C, S, ...]`` and the chains' complete state (kernel state, hyperparameters,
+step size, mass matrix, dual-averaging and Welford accumulators) is recorded
+with the number of iterations done. The default store keeps the arrays in
+memory and discards commits; :class:`sigmabnn.io.checkpoint.Checkpoint` writes
+them to disk, so draws never accumulate in memory and a killed run can be
+resumed. Iteration ``t`` of a phase uses ``fold_in(phase_key, t)``, so a run
+resumed from a commit continues with exactly the keys, and the states, of an
+uninterrupted run: the draws are bit-identical.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -29,11 +40,11 @@ from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.mcmc.warmup import (
     STAGE_FROZEN,
     AdaptedParameters,
+    ChainState,
     IterationInfo,
     WarmupInfo,
     _check_common,
     _check_positions,
-    concat_pieces,
     finalize_step_size,
     make_chunk_fn,
     make_init_fn,
@@ -65,6 +76,98 @@ class MCMCResult(NamedTuple):
     warmup_info: IterationInfo
 
 
+ArraySpecs = Mapping[str, tuple[tuple[int, ...], np.dtype]]
+
+
+class RunStore(Protocol):
+    """Where :func:`sample` puts its draws and commits its state, chunk by chunk.
+
+    Array names: ``positions`` ``[C, S, d]``, ``hyper.<i>`` (leaves of the hyperparameters)
+    ``[C, S, ...]``, ``info.<field>`` ``[C, S]`` and ``warmup.<field>`` ``[C, num_warmup]``
+    (:class:`~sigmabnn.mcmc.warmup.IterationInfo` fields). State names: ``state.<i>`` (leaves
+    of the :class:`~sigmabnn.mcmc.warmup.ChainState` ``[C, ...]``).
+    """
+
+    def allocate(self, specs: ArraySpecs) -> None:
+        """Provide arrays of the given ``{name: (shape, dtype)}`` (create, or check existing ones)."""
+
+    def write(self, name: str, start: int, values: np.ndarray) -> None:
+        """``array[name][:, start : start + values.shape[1]] = values``."""
+
+    def read(self, name: str) -> np.ndarray:
+        """The whole array ``name``."""
+
+    def commit(self, iteration: int, state: dict[str, np.ndarray]) -> None:
+        """Record that ``iteration`` iterations are done, every write so far included, and the chains' state."""
+
+    def restore(self) -> tuple[int, dict[str, np.ndarray]] | None:
+        """The last commit ``(iteration, state)``, or ``None`` for a fresh run."""
+
+
+class MemoryStore:
+    """The default :class:`RunStore`: arrays in memory, commits discarded (nothing to resume)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def allocate(self, specs: ArraySpecs) -> None:
+        self.arrays = {name: np.zeros(shape, dtype) for name, (shape, dtype) in specs.items()}
+
+    def write(self, name: str, start: int, values: np.ndarray) -> None:
+        self.arrays[name][:, start : start + values.shape[1]] = values
+
+    def read(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def commit(self, iteration: int, state: dict[str, np.ndarray]) -> None:
+        pass
+
+    def restore(self) -> None:
+        return None
+
+
+def _state_arrays(chains: ChainState) -> dict[str, np.ndarray]:
+    return {f"state.{i}": np.asarray(leaf) for i, leaf in enumerate(jax.tree_util.tree_leaves(chains))}
+
+
+def _restore_chains(template: Any, state: Mapping[str, np.ndarray]) -> ChainState:
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    if set(state) != {f"state.{i}" for i in range(len(leaves))}:
+        raise ValueError("the checkpointed chain state does not match this run (different sampler settings?)")
+    restored = []
+    for i, spec in enumerate(leaves):
+        a = np.asarray(state[f"state.{i}"])
+        if a.shape != tuple(spec.shape) or a.dtype != spec.dtype:
+            raise ValueError(
+                f"the checkpointed chain state does not match this run: state.{i} is {a.dtype}{list(a.shape)}, "
+                f"expected {spec.dtype}{list(spec.shape)}"
+            )
+        restored.append(jnp.asarray(a))
+    return jax.tree_util.tree_unflatten(treedef, restored)
+
+
+def _write_piece(store: RunStore, prefix: str, start: int, tree: Any) -> None:
+    """Write a ``[t, C, ...]`` pytree piece as ``[C, t, ...]`` slices of the arrays ``prefix.<i>``."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    names = tree._fields if isinstance(tree, IterationInfo) else [str(i) for i in range(len(leaves))]
+    for name, leaf in zip(names, leaves):
+        store.write(f"{prefix}.{name}", start, np.swapaxes(leaf, 0, 1))
+
+
+def _store_specs(out: Any, num_warmup: int, num_samples: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """Array specs from the chunk function's output shapes ``(positions, hyper, info)`` ``[T, C, ...]``."""
+
+    def spec(leaf, length):
+        return (int(leaf.shape[1]), length) + tuple(int(n) for n in leaf.shape[2:]), np.dtype(leaf.dtype)
+
+    positions, hyper, info = out
+    specs = {"positions": spec(positions, num_samples)}
+    specs.update({f"hyper.{i}": spec(leaf, num_samples) for i, leaf in enumerate(jax.tree_util.tree_leaves(hyper))})
+    specs.update({f"info.{name}": spec(leaf, num_samples) for name, leaf in zip(info._fields, info)})
+    specs.update({f"warmup.{name}": spec(leaf, num_warmup) for name, leaf in zip(info._fields, info)})
+    return specs
+
+
 def _broadcast_chains(hyper: Any, num_chains: int) -> Any:
     return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains,) + jnp.shape(a)), hyper)
 
@@ -91,6 +194,7 @@ def sample(
     initial_buffer: int = 75,
     final_buffer: int = 50,
     first_window: int = 25,
+    store: RunStore | None = None,
 ) -> MCMCResult:
     """Warm up and sample ``C`` chains of ``logdensity_fn(position, hyper)``.
 
@@ -116,6 +220,12 @@ def sample(
         initial_step_size: start of the step-size heuristic.
         initial_buffer, final_buffer, first_window: Stan's warm-up windows
             (:func:`~sigmabnn.mcmc.adaptation.window_schedule`).
+        store: a :class:`RunStore` receiving the draws and a commit after every chunk;
+            ``None`` keeps them in memory. A store holding a commit is *resumed*: the run
+            continues from the committed state (same key, settings and ``chunk_size`` as the
+            run that made it give the draws of an uninterrupted run, bit for bit). With a
+            store the result's draws and records are the store's arrays (NumPy, possibly
+            memory-mapped), not JAX arrays.
 
     Returns:
         :class:`MCMCResult`.
@@ -140,41 +250,87 @@ def sample(
     hyper = _broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
     init_fn = make_init_fn(sampler, logdensity_fn, dense_mass=dense_mass, initial_step_size=initial_step_size)
-    chains = init_fn(key_init, positions, hyper)
     chunk_fn = make_chunk_fn(
         sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass
     )
 
     num_iterations = num_samples * thin
+    total = num_warmup + num_iterations
     chunk = max(1, min(int(chunk_size), max(num_warmup, num_iterations)))
-    bar = ProgressBar(num_warmup + num_iterations, "warmup" if num_warmup else "sample", enabled=progress)
+    chain_shapes = jax.eval_shape(init_fn, key_init, positions, hyper)
+    schedule = (np.zeros(chunk, np.int32), np.zeros(chunk, np.int32), np.zeros(chunk, bool), np.zeros(chunk, bool))
+    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *schedule)[1]
+    in_memory = store is None
+    store = MemoryStore() if store is None else store
+    specs = _store_specs(out_shapes, num_warmup, num_samples)
+    store.allocate(specs)
+    restored = store.restore()
+    if restored is None:
+        done = 0
+        chains = init_fn(key_init, positions, hyper)
+        store.commit(0, _state_arrays(chains))
+    else:
+        done, state = restored
+        if not 0 <= done <= total:
+            raise ValueError(f"the checkpoint is at iteration {done}, outside this run's 0..{total}")
+        chains = _restore_chains(chain_shapes, state)
 
-    stage, is_end = adapt.window_schedule(num_warmup, initial_buffer, final_buffer, first_window)
-    chains, warm_pieces = run_chunks(chunk_fn, key_warmup, chains, stage, is_end, chunk, bar=bar)
-    chains = finalize_step_size(chains)
+    bar = ProgressBar(total, "warmup" if done < num_warmup else "sample", enabled=progress)
+    if done:
+        bar.update(done)
 
-    if num_warmup:
-        bar.set_description("sample")
+    def warmup_chunk(stop, chains, piece, first):
+        _write_piece(store, "warmup", first, piece[2])
+        store.commit(stop, _state_arrays(chains))
+
+    def sample_chunk(stop, chains, piece, first):
+        if piece is not None:
+            store.write("positions", first, np.swapaxes(piece[0], 0, 1))
+            _write_piece(store, "hyper", first, piece[1])
+            _write_piece(store, "info", first, piece[2])
+        store.commit(num_warmup + stop, _state_arrays(chains))
+
+    if done < num_warmup:
+        stage, is_end = adapt.window_schedule(num_warmup, initial_buffer, final_buffer, first_window)
+        chains, _ = run_chunks(
+            chunk_fn, key_warmup, chains, stage, is_end, chunk, bar=bar, start=done, on_chunk=warmup_chunk
+        )
+    if done <= num_warmup:  # commits up to the end of warm-up hold the state before this step
+        chains = finalize_step_size(chains)
+        if num_warmup:
+            bar.set_description("sample")
     keep = (np.arange(num_iterations) % thin) == thin - 1
     frozen = np.full(num_iterations, STAGE_FROZEN, np.int32)
-    chains, pieces = run_chunks(
-        chunk_fn, key_sample, chains, frozen, np.zeros(num_iterations, bool), chunk, keep=keep, bar=bar
+    chains, _ = run_chunks(
+        chunk_fn,
+        key_sample,
+        chains,
+        frozen,
+        np.zeros(num_iterations, bool),
+        chunk,
+        keep=keep,
+        bar=bar,
+        start=max(done - num_warmup, 0),
+        on_chunk=sample_chunk,
     )
     bar.close()
 
-    position_draws, hyper_draws, info = concat_pieces(pieces, None)
+    def records(prefix):
+        return IterationInfo(*(np.array(store.read(f"{prefix}.{name}")) for name in IterationInfo._fields))
+
+    convert = jnp.asarray if in_memory else (lambda a: a)
+    hyper_leaves, hyper_def = jax.tree_util.tree_flatten(out_shapes[1])
     draws = PosteriorDraws(
-        positions=jnp.asarray(position_draws, positions.dtype),
-        hyper=jax.tree_util.tree_map(jnp.asarray, hyper_draws),
+        positions=convert(store.read("positions")),
+        hyper=jax.tree_util.tree_unflatten(
+            hyper_def, [convert(store.read(f"hyper.{i}")) for i in range(len(hyper_leaves))]
+        ),
     )
-    if warm_pieces:
-        warm_info = concat_pieces([p[2] for p in warm_pieces], None)
-    else:
-        warm_info = jax.tree_util.tree_map(lambda a: np.zeros((num_chains, 0) + a.shape[2:], a.dtype), info)
+    info, warm_info = records("info"), records("warmup")
     ad = chains.adaptation
     return MCMCResult(
         draws=draws,
-        info=SampleInfo(*(jnp.asarray(a) for a in info)),
+        info=SampleInfo(*(convert(a) for a in info)),
         adapted=AdaptedParameters(ad.step_size, ad.inverse_mass_matrix),
-        warmup_info=WarmupInfo(*(jnp.asarray(a) for a in warm_info)),
+        warmup_info=WarmupInfo(*(convert(a) for a in warm_info)),
     )

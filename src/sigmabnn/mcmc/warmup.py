@@ -361,30 +361,42 @@ def run_chunks(
     *,
     keep: np.ndarray | None = None,
     bar: ProgressBar | None = None,
+    start: int = 0,
+    on_chunk: Callable[[int, ChainState, Any, int], None] | None = None,
 ) -> tuple[ChainState, list]:
     """Drive ``chunk_fn`` over a schedule of ``len(stage)`` iterations in fixed-size chunks.
 
-    Returns the final chains and a list of ``(positions, hyper, IterationInfo)`` host-side (numpy)
-    pieces with leading ``[t, C]`` axes, restricted to iterations where ``keep`` is true (all when
-    ``keep`` is None). The last chunk is padded with inactive iterations, so every call has the
+    Chunks start at ``start`` (0, or the iteration a resumed run continues from) and are
+    ``chunk_size`` long; the last one is padded with inactive iterations, so every call has the
     same shapes and the chunk function is compiled once.
+
+    Without ``on_chunk``, returns the final chains and a list of ``(positions, hyper,
+    IterationInfo)`` host-side (numpy) pieces with leading ``[t, C]`` axes, restricted to
+    iterations where ``keep`` is true (all when ``keep`` is None). With ``on_chunk``, nothing is
+    accumulated (the list is empty): after every chunk ``on_chunk(stop, chains, piece, first)`` is
+    called with the number of iterations done, the chains, the kept piece (``None`` when the chunk
+    kept nothing) and the index of its first iteration among the kept ones.
     """
     total = int(stage.shape[0])
     keep = np.ones(total, bool) if keep is None else np.asarray(keep, bool)
+    kept_before = np.concatenate([[0], np.cumsum(keep)])
     pieces = []
-    for start in range(0, total, chunk_size):
-        n = min(chunk_size, total - start)
+    for begin in range(int(start), total, chunk_size):
+        n = min(chunk_size, total - begin)
         pad = chunk_size - n
-        iteration = np.arange(start, start + chunk_size, dtype=np.int32)
-        st = np.concatenate([stage[start : start + n], np.full(pad, STAGE_FROZEN, np.int32)]).astype(np.int32)
-        end = np.concatenate([is_window_end[start : start + n], np.zeros(pad, bool)])
+        iteration = np.arange(begin, begin + chunk_size, dtype=np.int32)
+        st = np.concatenate([stage[begin : begin + n], np.full(pad, STAGE_FROZEN, np.int32)]).astype(np.int32)
+        end = np.concatenate([is_window_end[begin : begin + n], np.zeros(pad, bool)])
         active = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
         chains, out = chunk_fn(run_key, chains, iteration, st, end, active)
-        sel = np.flatnonzero(keep[start : start + n])
-        if sel.size:
-            pieces.append(jax.tree_util.tree_map(lambda a, sel=sel: np.asarray(a)[sel], out))
-        else:
+        sel = np.flatnonzero(keep[begin : begin + n])
+        piece = jax.tree_util.tree_map(lambda a, sel=sel: np.asarray(a)[sel], out) if sel.size else None
+        if piece is None:
             jax.block_until_ready(chains)
+        if on_chunk is not None:
+            on_chunk(begin + n, chains, piece, int(kept_before[begin]))
+        elif piece is not None:
+            pieces.append(piece)
         if bar is not None:
             bar.update(n)
     return chains, pieces
