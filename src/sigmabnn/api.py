@@ -235,6 +235,8 @@ def fit(
     from sigmabnn.model.priors import GaussianPrior
 
     t_start = time.perf_counter()
+    if resume and checkpoint is None:
+        raise InputError("resume=True needs the checkpoint (model path) to resume")
     method = str(method).lower()
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -274,9 +276,6 @@ def fit(
         noise_column=noise_column,
     )
     train, val = prepared.train, prepared.val
-    ckpt = None
-    if checkpoint is not None:
-        ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
     x_transform = Standardizer.fit(train.x)
     y_transform = TargetTransform.fit(train.y, log10=log_target)
 
@@ -330,6 +329,9 @@ def fit(
         if num_samples is not None:
             config = config._replace(num_samples=int(num_samples))
         config = _replace_config(config, method_options, "MCMC")
+        ckpt = None
+        if checkpoint is not None:  # created once the arguments are known to be good
+            ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
         chunk = int(ckpt.record.get("chunk_size", CHUNK_SIZE)) if ckpt is not None else CHUNK_SIZE
         try:
             draws, info = fit_mcmc(
@@ -345,6 +347,10 @@ def fit(
             )  # fmt: skip
             raise _interrupted(ckpt, partial, config, err) from None
         except ValueError as err:
+            if ckpt is not None and not resume:  # bad settings: leave nothing behind
+                import shutil
+
+                shutil.rmtree(ckpt.model_path, ignore_errors=True)
             if isinstance(err, InputError):
                 raise
             raise InputError(" ".join(str(err).split())) from None

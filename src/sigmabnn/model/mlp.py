@@ -36,9 +36,15 @@ __all__ = [
 ]
 
 
+#: exp(-x^2) is exactly 0 beyond |x| = 27.3 (float64) or 10.2 (float32): clipping at 30 changes no value.
+_RBF_CLIP = 30.0
+
+
 def _rbf(x: Array) -> Array:
-    # exp(-x^2) underflows to 0 for large |x| (never overflows): stable as is.
-    return jnp.exp(-jnp.square(x))
+    # exp(-x^2) underflows to 0 for large |x| (never overflows), but its derivative -2x exp(-x^2)
+    # is 0 * inf = NaN once 2x overflows (|x| > 1.7e38 in float32). Clipping first keeps every
+    # value and makes the derivative exactly 0 far out.
+    return jnp.exp(-jnp.square(jnp.clip(x, -_RBF_CLIP, _RBF_CLIP)))
 
 
 ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
