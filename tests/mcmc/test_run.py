@@ -83,11 +83,11 @@ def test_thinning_keeps_every_thin_th_draw():
 def test_compiles_once_whatever_the_number_of_chunks():
     traces = []
 
-    def ld(x, hyper):
-        traces.append(1)  # Python side effect: runs only while tracing
-        return -0.5 * jnp.sum(x**2)
-
     def count(num_warmup, num_samples):
+        def ld(x, hyper):  # a new function per run: nothing compiled for an earlier run is reused
+            traces.append(1)  # Python side effect: runs only while tracing
+            return -0.5 * jnp.sum(x**2)
+
         traces.clear()
         sample(
             jax.random.key(1), ld, jnp.zeros((2, 2)), kernel="hmc", num_warmup=num_warmup,
@@ -98,6 +98,24 @@ def test_compiles_once_whatever_the_number_of_chunks():
     few = count(20, 10)  # 2 warm-up chunks + 1 sampling chunk
     many = count(60, 45)  # 6 warm-up chunks + 5 sampling chunks (last one padded)
     assert few > 0 and few == many
+
+
+def test_a_repeated_run_reuses_the_compiled_functions():
+    traces = []
+
+    def ld(x, hyper):
+        traces.append(1)
+        return -0.5 * jnp.sum(x**2)
+
+    def run():
+        return sample(jax.random.key(1), ld, jnp.zeros((2, 2)), kernel="mh", num_warmup=10, num_samples=10,
+                      chunk_size=5, progress=False)  # fmt: skip
+
+    first = run()
+    n = len(traces)
+    second = run()
+    assert n > 0 and len(traces) == n
+    np.testing.assert_array_equal(first.draws.positions, second.draws.positions)
 
 
 def test_gibbs_updates_hyper_and_recomputes_cached_logdensity():

@@ -27,6 +27,7 @@ uninterrupted run: the draws are bit-identical.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -168,6 +169,27 @@ def _store_specs(out: Any, num_warmup: int, num_samples: int) -> dict[str, tuple
     return specs
 
 
+@functools.lru_cache(maxsize=2)
+def _jitted_functions(
+    kernel, max_tree_depth, num_integration_steps, random_direction, logdensity_fn, gibbs_fn, target_accept,
+    dense_mass, initial_step_size,
+) -> tuple[Callable, Callable]:  # fmt: skip
+    """The jitted init and chunk functions of a run, kept for the next run with the same functions and settings.
+
+    A run that is interrupted and resumed in the same process, or repeated, then reuses the compiled
+    code. At most two are kept (with the log-density closures, hence their data, alive).
+    """
+    sampler = make_sampler(
+        kernel, max_tree_depth=max_tree_depth, num_integration_steps=num_integration_steps,
+        random_direction=random_direction,
+    )  # fmt: skip
+    init_fn = make_init_fn(sampler, logdensity_fn, dense_mass=dense_mass, initial_step_size=initial_step_size)
+    chunk_fn = make_chunk_fn(
+        sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass
+    )
+    return init_fn, chunk_fn
+
+
 def _broadcast_chains(hyper: Any, num_chains: int) -> Any:
     return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains,) + jnp.shape(a)), hyper)
 
@@ -241,18 +263,12 @@ def sample(
     num_warmup, num_samples, thin = int(num_warmup), int(num_samples), int(thin)
     num_chains = int(positions.shape[0])
 
-    sampler = make_sampler(
-        kernel,
-        max_tree_depth=max_tree_depth,
-        num_integration_steps=num_integration_steps,
-        random_direction=random_direction,
-    )
+    init_fn, chunk_fn = _jitted_functions(
+        kernel, int(max_tree_depth), int(num_integration_steps), bool(random_direction), logdensity_fn, gibbs_fn,
+        None if target_accept is None else float(target_accept), bool(dense_mass), float(initial_step_size),
+    )  # fmt: skip
     hyper = _broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
-    init_fn = make_init_fn(sampler, logdensity_fn, dense_mass=dense_mass, initial_step_size=initial_step_size)
-    chunk_fn = make_chunk_fn(
-        sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass
-    )
 
     num_iterations = num_samples * thin
     total = num_warmup + num_iterations
