@@ -330,10 +330,10 @@ def fit(
             config = config._replace(num_samples=int(num_samples))
         config = _replace_config(config, method_options, "MCMC")
         ckpt = None
-        if checkpoint is not None:  # created once the arguments are known to be good
-            ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
-        chunk = int(ckpt.record.get("chunk_size", CHUNK_SIZE)) if ckpt is not None else CHUNK_SIZE
         try:
+            if checkpoint is not None:  # created once the arguments are known to be good
+                ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
+            chunk = int(ckpt.record.get("chunk_size", CHUNK_SIZE)) if ckpt is not None else CHUNK_SIZE
             draws, info = fit_mcmc(
                 key, bnn, train_data, config, val_data=val_data, progress=progress, checkpoint=ckpt, chunk_size=chunk
             )

@@ -284,3 +284,30 @@ def test_member_with_lying_zip_size(saved):
                 if k == "positions":
                     f.write(b"\0" * 100_000)
     _load_fails(saved, "member size")
+
+
+def test_partial_model_beside_its_checkpoint(tmp_path):
+    """An interrupted run's model: loadable with its draws, marked incomplete, the checkpoint kept."""
+    import dataclasses
+
+    from sigmabnn.io.checkpoint import Checkpoint, has_checkpoint
+
+    path = tmp_path / "m"
+    Checkpoint.create(path, {})
+    fitted = make_fitted()
+    model_file.save_partial_model(fitted, path)
+    assert has_checkpoint(path) and json.loads((path / HEADER_NAME).read_text())["complete"] is False
+    _assert_same(fitted, load_model(path))
+
+    empty = dataclasses.replace(fitted, draws=PosteriorDraws(
+        fitted.draws.positions[:, :0], Hyperparameters(*(a[:, :0] for a in fitted.draws.hyper))))  # fmt: skip
+    model_file.save_partial_model(empty, path)
+    with pytest.raises(ModelFileError, match=f"without draws yet .*--resume {path}"):
+        load_model(path)
+    _edit_header(path, lambda h: h.update(complete=True))  # a finished model must hold draws
+    _load_fails(path, r"draws >= 1")
+    _edit_header(path, lambda h: h.update(complete="no"))
+    _load_fails(path, "'complete' must be true or false")
+
+    save_model(fitted, path)  # the finished model replaces the checkpoint
+    assert not has_checkpoint(path) and json.loads((path / HEADER_NAME).read_text())["complete"] is True
