@@ -183,7 +183,7 @@ def test_any_train_arguments_end_in_training_or_a_one_line_error(tmp_path, capsy
         argv += ["--target", "y"]
     if log_target:
         argv.append("--log-target")
-    out = tmp_path / "m.model"
+    out = tmp_path / f"m{len(list(tmp_path.iterdir()))}.model"  # a new path per example
     argv += ["--out", str(out), "-q"]
     try:
         code = main(argv)
