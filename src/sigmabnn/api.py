@@ -96,10 +96,12 @@ def _draw_means(bnn: Any, draws: Any, z: np.ndarray) -> np.ndarray:
     import jax.numpy as jnp
 
     c, s = draws.num_chains, draws.num_draws
-    pos = jnp.asarray(np.asarray(draws.positions).reshape(c * s, -1), bnn.jdtype)
+    positions = np.asarray(draws.positions).reshape(c * s, -1)  # may be memory-mapped: read in batches
     zz = jnp.asarray(z, bnn.jdtype)
     f = jax.jit(jax.vmap(lambda p: bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]))
-    return np.asarray(f(pos)).reshape(c, s, -1)
+    batch = max(1, min(c * s, 2**24 // max(1, positions.shape[1])))  # at most 128 MB of float64 at a time
+    out = [np.asarray(f(jnp.asarray(positions[i : i + batch], bnn.jdtype))) for i in range(0, c * s, batch)]
+    return np.concatenate(out).reshape(c, s, -1)
 
 
 def _mcmc_summary(bnn, draws, info, config, z_train) -> dict[str, Any]:
