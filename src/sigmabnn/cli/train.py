@@ -23,7 +23,8 @@ HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
     "Fit a Bayesian neural network to the columns of a CSV or Parquet table and save it as a model file. "
     "Defaults: NUTS with 4 chains, MAP pretraining, warm-up and draws scaled to the data, the noise precision "
-    "learned from the data."
+    "learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding the draws so "
+    "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given."
 )
 
 METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
