@@ -239,6 +239,8 @@ def fit(
     t_start = time.perf_counter()
     if resume and checkpoint is None:
         raise InputError("resume=True needs the checkpoint (model path) to resume")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
+        raise InputError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
     method = str(method).lower()
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
