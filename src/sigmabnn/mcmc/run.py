@@ -278,13 +278,14 @@ def sample(
     out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *schedule)[1]
     in_memory = store is None
     store = MemoryStore() if store is None else store
+    snapshot = (lambda chains: {}) if in_memory else _state_arrays  # the memory store keeps no commits
     specs = _store_specs(out_shapes, num_warmup, num_samples)
     store.allocate(specs)
     restored = store.restore()
     if restored is None:
         done = 0
         chains = init_fn(key_init, positions, hyper)
-        store.commit(0, _state_arrays(chains))
+        store.commit(0, snapshot(chains))
     else:
         done, state = restored
         if not 0 <= done <= total:
@@ -297,14 +298,14 @@ def sample(
 
     def warmup_chunk(stop, chains, piece, first):
         _write_piece(store, "warmup", first, piece[2])
-        store.commit(stop, _state_arrays(chains))
+        store.commit(stop, snapshot(chains))
 
     def sample_chunk(stop, chains, piece, first):
         if piece is not None:
             store.write("positions", first, np.swapaxes(piece[0], 0, 1))
             _write_piece(store, "hyper", first, piece[1])
             _write_piece(store, "info", first, piece[2])
-        store.commit(num_warmup + stop, _state_arrays(chains))
+        store.commit(num_warmup + stop, snapshot(chains))
 
     if done < num_warmup:
         stage, is_end = adapt.window_schedule(num_warmup, initial_buffer, final_buffer, first_window)
