@@ -41,11 +41,15 @@ def run(store, num_samples: int) -> None:
     )  # fmt: skip
 
 
-def peak_bytes(store, num_samples: int) -> int:
+def peaks(directory: Path, num_samples: int) -> tuple[int, int]:
+    """Peak traced bytes of one run with the on-disk store, then of one with the in-memory store."""
     tracemalloc.start()
     try:
-        run(store, num_samples)
-        return tracemalloc.get_traced_memory()[1]
+        run(Checkpoint.create(directory, {}), num_samples)
+        disk = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        run(None, num_samples)
+        return disk, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
@@ -55,8 +59,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for num_samples in (100, 300):
-            disk = peak_bytes(Checkpoint.create(Path(tmp) / f"m{num_samples}", {}), num_samples)
-            memory = peak_bytes(None, num_samples)
+            disk, memory = peaks(Path(tmp) / f"m{num_samples}", num_samples)
             rows.append(
                 {
                     "draws_per_chain": num_samples,
