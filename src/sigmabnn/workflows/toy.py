@@ -57,6 +57,7 @@ __all__ = [
     "ToyFunction",
     "ToyResult",
     "ToySettings",
+    "fit_options",
     "make_toy_data",
     "run_toy",
 ]
@@ -234,7 +235,7 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         split=(1.0, 0.0, 0.0),
         seed=seed,
         progress=progress,
-        **_method_options(settings, y),
+        **fit_options(settings, y),
     )
     fit_seconds = time.perf_counter() - fit_start
 
@@ -281,8 +282,13 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
     )
 
 
-def _method_options(settings: ToySettings, y: np.ndarray) -> dict:
-    """Keyword arguments of :func:`sigmabnn.api.fit` for ``settings.method``."""
+def fit_options(settings: ToySettings, y: np.ndarray) -> dict:
+    """Keyword arguments of :func:`sigmabnn.api.fit` for ``settings.method`` (``y``: the training targets).
+
+    The method, its settings, the MAP pretraining and the noise: learned, or with
+    ``settings.fixed_noise`` fixed at ``settings.noise_std`` converted to the standardised
+    units the model sees (the scale of :class:`~sigmabnn.data.transforms.TargetTransform` fitted on ``y``).
+    """
     from sigmabnn.data.transforms import TargetTransform
     from sigmabnn.map import MAPConfig
 
