@@ -58,6 +58,7 @@ __all__ = [
     "ToyResult",
     "ToySettings",
     "fit_options",
+    "fit_toy_data",
     "make_toy_data",
     "run_toy",
 ]
@@ -213,30 +214,16 @@ def _select(functions: Sequence[str | ToyFunction] | None) -> list[ToyFunction]:
 
 
 def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, settings: ToySettings, progress: bool):
-    import pandas as pd
-
-    from sigmabnn.api import fit
     from sigmabnn.plots import toy_figure
     from sigmabnn.predict import predict
 
     start = time.perf_counter()
     key_data, key_pred, key_show = jax.random.split(rng_key, 3)
     x, y = make_toy_data(key_data, function, settings)
-    # The library's product path: every point trains (no validation split), NUTS after MAP pretraining
-    # with the noise precision Gibbs-sampled, or VI; the run's seed is derived from this function's key.
+    # the run's seed is derived from this function's key
     seed = int(jax.random.randint(jax.random.fold_in(rng_key, 1), (), 0, 2**31 - 1))
     fit_start = time.perf_counter()
-    fitted, report = fit(
-        pd.DataFrame({"x": x, "y": y}),
-        "y",
-        ["x"],
-        architecture=settings.architecture,
-        activation=settings.activation,
-        split=(1.0, 0.0, 0.0),
-        seed=seed,
-        progress=progress,
-        **fit_options(settings, y),
-    )
+    fitted, report = fit_toy_data(x, y, settings, seed, progress)
     fit_seconds = time.perf_counter() - fit_start
 
     lo, hi, m = settings.grid
@@ -279,6 +266,29 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         seconds=time.perf_counter() - start,
         method=settings.method,
         fit_seconds=fit_seconds,
+    )
+
+
+def fit_toy_data(x: np.ndarray, y: np.ndarray, settings: ToySettings, seed: int, progress: bool = False):
+    """Fit one toy data set ``x``, ``y`` ``[n]`` as the demo does: ``(fitted, report)`` of :func:`sigmabnn.api.fit`.
+
+    The library's product path: every point trains (no validation split); NUTS after MAP
+    pretraining with the noise precision Gibbs-sampled, or VI (:func:`fit_options`).
+    """
+    import pandas as pd
+
+    from sigmabnn.api import fit
+
+    return fit(
+        pd.DataFrame({"x": x, "y": y}),
+        "y",
+        ["x"],
+        architecture=settings.architecture,
+        activation=settings.activation,
+        split=(1.0, 0.0, 0.0),
+        seed=seed,
+        progress=progress,
+        **fit_options(settings, y),
     )
 
 
