@@ -178,6 +178,26 @@ def run_nlo_case(tables, method: str, seed: int) -> dict[str, Any]:
     }
 
 
+def summary_lines(records: list[dict[str, Any]]) -> str:
+    """Per method: data sets where it has the lowest NLL, mean |coverage_2s - 0.954|, mean toy coverage outside."""
+    by_set: dict[str, list[dict[str, Any]]] = {}
+    for rec in records:
+        by_set.setdefault(rec["dataset"], []).append(rec)
+    best = {name: min(recs, key=lambda r: r["nll"])["method"] for name, recs in by_set.items()}
+    lines = []
+    for method in dict.fromkeys(r["method"] for r in records):
+        mine = [r for r in records if r["method"] == method]
+        wins = sorted(name for name, m in best.items() if m == method)
+        cal = float(np.mean([abs(r["coverage_2s"] - 0.9545) for r in mine]))
+        out = [r["coverage_true_out"] for r in mine if r.get("coverage_true_out") is not None]
+        lines.append(
+            f"- {method}: lowest NLL on {len(wins)} of {len(by_set)} data sets ({', '.join(wins) or 'none'}); "
+            f"mean |coverage 2s - 0.954| {cal:.3f}"
+            + (f"; mean 95 % coverage of the true toy function outside the data {np.mean(out):.2f}" if out else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
 def render(data: dict[str, Any]) -> str:
     return (
         "# BBB vs Flipout vs NUTS\n\n"
@@ -189,6 +209,8 @@ def render(data: dict[str, Any]) -> str:
         "coverage k s: fraction of test targets within k predictive stds (calibrated: 0.683, 0.954, 0.997); "
         "train s: wall time of the fit (MAP and compilation included).\n\n"
         + markdown_table(data["records"], COLUMNS)
+        + "\nSummary (computed from the records above):\n\n"
+        + summary_lines(data["records"])
         + "\n"
         + meta_lines(data["_meta"])
     )
