@@ -52,6 +52,17 @@ COLUMNS = (
 )
 
 
+def summary_line(records: list[dict[str, Any]]) -> str:
+    """How the records compare with the paper's finding (good fits inside, intervals missing the truth outside)."""
+    inside = sum(r["coverage_in_domain"] >= 0.9 for r in records)
+    outside = sum(r["coverage_out_of_domain"] < 0.5 for r in records)
+    return (
+        f"In the training domain the interval covers the true function on at least 90 % of the grid for {inside} "
+        f"of {len(records)} functions; outside it covers less than half of the grid for {outside} of "
+        f"{len(records)} (the paper: outside the domain the intervals include the true values for none).\n"
+    )
+
+
 def render(data: dict[str, Any]) -> str:
     s = data["settings"]
     return (
@@ -63,6 +74,8 @@ def render(data: dict[str, Any]) -> str:
         f"({s['grid'][2]} points on [{s['grid'][0]:g}, {s['grid'][1]:g}]) where the central "
         f"{s['level']:.0%} interval contains the noise-free function.\n\n"
         + markdown_table(data["records"], COLUMNS)
+        + "\n"
+        + summary_line(data["records"])
         + "\n"
         + meta_lines(data["_meta"])
     )
