@@ -74,6 +74,11 @@ def meta_lines(meta: dict[str, Any]) -> str:
     )
 
 
+def page(intro: str, records: Sequence[dict[str, Any]], columns, summary: str, meta: dict[str, Any]) -> str:
+    """A results page: the intro paragraph(s), the table, a summary computed from the records, the metadata."""
+    return intro + "\n\n" + markdown_table(records, columns) + "\n" + summary + "\n" + meta_lines(meta)
+
+
 def regenerate(json_path: Path, render: Callable[[dict[str, Any]], str]) -> Path:
     """Rewrite the Markdown file beside ``json_path`` from the JSON (``--table-only``)."""
     data = json.loads(json_path.read_text(encoding="utf-8"))
