@@ -8,7 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from sigmabnn.workflows.toy import TOY_FUNCTIONS, ToySettings, make_toy_data, run_toy
+from sigmabnn.errors import InputError
+from sigmabnn.workflows.toy import MAZ_SETTINGS, TOY_FUNCTIONS, ToySettings, make_toy_data, run_toy
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -48,6 +49,31 @@ def test_one_function_quick(tmp_path: Path) -> None:
     assert result.mean_interval_width_out_of_domain > 2.0 * result.mean_interval_width_in_domain
     assert 0.1 < result.noise_std < 0.5  # true noise std 0.25
     assert result.num_divergent >= 0
+
+
+@pytest.mark.slow
+def test_one_function_variational(tmp_path: Path) -> None:
+    """Bayes by Backprop after a short MAP start: the interval covers the function in-domain and the
+    noise estimate is near the truth (0.25); VI reports no sampler statistics."""
+    settings = ToySettings(method="bbb", architecture="1-10-10-1", map_steps=600, num_steps=400, num_draws=200)
+    (result,) = run_toy(jax.random.key(0), tmp_path, functions=["quadratic"], settings=settings)
+    assert result.method == "bbb" and result.acceptance_rate is None and result.num_divergent is None
+    assert result.figure.read_bytes()[:8] == PNG_MAGIC
+    assert result.coverage_in_domain >= 0.85, result
+    assert result.rmse_in_domain < 0.4, result
+    assert 0.15 < result.noise_std < 0.45, result
+    assert 0 < result.fit_seconds < result.seconds
+
+
+def test_maz_settings_and_bad_method(tmp_path: Path) -> None:
+    """Maz (2018): 2 x 40 rbf units, alpha = 0.01, M = 10, N = 500 full-batch steps, Bayes by Backprop."""
+    assert MAZ_SETTINGS.architecture == "1-40-40-1" and MAZ_SETTINGS.activation == "rbf"
+    assert (MAZ_SETTINGS.method, MAZ_SETTINGS.learning_rate) == ("bbb", 0.01)
+    assert (MAZ_SETTINGS.num_mc_samples, MAZ_SETTINGS.num_steps) == (10, 500)
+    assert (MAZ_SETTINGS.num_points, MAZ_SETTINGS.noise_std, MAZ_SETTINGS.domain) == (50, 0.25, (-10.0, 10.0))
+    assert MAZ_SETTINGS.grid[:2] == (-20.0, 20.0) and MAZ_SETTINGS.level == 0.95
+    with pytest.raises(InputError, match="unknown toy method"):
+        run_toy(jax.random.key(0), tmp_path, functions=["linear"], settings=ToySettings(method="svgd"))
 
 
 @pytest.mark.slow

@@ -1,0 +1,87 @@
+"""Helpers of the benchmark scripts: run metadata, atomic JSON writes, Markdown tables generated from JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def run_metadata(script: str) -> dict[str, Any]:
+    """Machine, library versions, date (UTC) and the load average now (call again at the end)."""
+    import jax
+
+    return {
+        "script": script,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}",
+        "jax": jax.__version__,
+        "load_average_1_5_15_at_start": [round(v, 2) for v in os.getloadavg()],
+    }
+
+
+def finish_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with the load average at the end and the end date."""
+    return meta | {
+        "load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()],
+        "date_end": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return format(value, fmt) if fmt else str(value)
+
+
+def markdown_table(records: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
+    """A Markdown table: one row per record; ``columns`` are ``(key, header, format spec)``."""
+    lines = [
+        "| " + " | ".join(header for _, header, _ in columns) + " |",
+        "|" + "|".join("---" if not fmt else "---:" for _, _, fmt in columns) + "|",
+    ]
+    for rec in records:
+        lines.append("| " + " | ".join(_cell(rec.get(key), fmt) for key, _, fmt in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def meta_lines(meta: dict[str, Any]) -> str:
+    """One Markdown paragraph on when and where the numbers were measured."""
+    return (
+        f"Measured {meta.get('date', '?')} on {meta.get('machine', '?')}, jax {meta.get('jax', '?')}; "
+        f"load average (1/5/15 min) {meta.get('load_average_1_5_15_at_start')} at the start and "
+        f"{meta.get('load_average_1_5_15_at_end')} at the end (a shared machine: times are inflated).\n"
+    )
+
+
+def page(intro: str, records: Sequence[dict[str, Any]], columns, summary: str, meta: dict[str, Any]) -> str:
+    """A results page: the intro paragraph(s), the table, a summary computed from the records, the metadata."""
+    return intro + "\n\n" + markdown_table(records, columns) + "\n" + summary + "\n" + meta_lines(meta)
+
+
+def regenerate(json_path: Path, render: Callable[[dict[str, Any]], str]) -> Path:
+    """Rewrite the Markdown file beside ``json_path`` from the JSON (``--table-only``)."""
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    md = json_path.with_suffix(".md")
+    write_text_atomic(md, render(data))
+    return md
