@@ -21,7 +21,14 @@ METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA", help="training table (.csv, .csv.gz, .parquet)")
-    p.add_argument("--target", required=True, metavar="COL", help="column to predict")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--target", metavar="COL", help="column to predict")
+    what.add_argument(
+        "--process",
+        metavar="PDG1,PDG2",
+        help="cross-section table (e.g. the built-in ewino data): predict log10 of nlo_<pdg1>_<pdg2> from the "
+        "mass and mixing row of each particle (the thesis's inputs), split by the 'split' column if present",
+    )
     p.add_argument(
         "--features",
         type=common.column_list,
@@ -117,6 +124,20 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
+def use_process(args: argparse.Namespace, data: Any) -> None:
+    """``--process``: fill in the target, the thesis's features, ``--log-target`` and the split column."""
+    from sigmabnn.data.tables import read_table
+    from sigmabnn.physics.processes import SPLIT_COLUMN, find_target_column, parse_process, process_features
+
+    columns = list(read_table(data).columns)
+    process = parse_process(args.process)
+    args.target = find_target_column(columns, process)
+    args.features = args.features or process_features(process)
+    args.log_target = True
+    if args.split is None and args.split_column is None and SPLIT_COLUMN in columns:
+        args.split_column = SPLIT_COLUMN
+
+
 def run(args: argparse.Namespace) -> int:
     data = common.input_file(args.data)
     out = common.output_model(args.out)
@@ -124,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     from sigmabnn import api
     from sigmabnn.io.model_file import save_model
 
+    if args.process is not None:
+        use_process(args, data)
     start = time.perf_counter()
     fitted, report = api.fit(data, args.target, **fit_kwargs(args))
     save_model(fitted, out)
