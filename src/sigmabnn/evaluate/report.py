@@ -154,16 +154,24 @@ def _usable(fitted: Any, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return rows.loc[ok], int((~ok).sum())
 
 
-def _score(fitted: Any, rows: pd.DataFrame, rng_key: Any) -> _Scored:
+def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any) -> dict[str, _Scored]:
+    """Predict all splits in one pass (one compilation), then slice per split."""
     from sigmabnn.predict import predict
 
+    rows = pd.concat(list(parts.values()))
     pred = predict(fitted, rows, levels=INTERVAL_LEVELS, rng_key=rng_key)
     space = pred.log_space if fitted.log_target else pred
-    y = rows[fitted.target_name].to_numpy(np.float64)
-    u = np.log10(y) if fitted.log_target else y
-    lower = {lv: space.lower[lv][:, 0] for lv in INTERVAL_LEVELS}
-    upper = {lv: space.upper[lv][:, 0] for lv in INTERVAL_LEVELS}
-    return _Scored(u, y, space.mean[:, 0], space.std[:, 0], lower, upper, rows)
+    out: dict[str, _Scored] = {}
+    start = 0
+    for name, part in parts.items():
+        sl = slice(start, start + len(part))
+        start += len(part)
+        y = part[fitted.target_name].to_numpy(np.float64)
+        u = np.log10(y) if fitted.log_target else y
+        lower = {lv: space.lower[lv][sl, 0] for lv in INTERVAL_LEVELS}
+        upper = {lv: space.upper[lv][sl, 0] for lv in INTERVAL_LEVELS}
+        out[name] = _Scored(u, y, space.mean[sl, 0], space.std[sl, 0], lower, upper, part)
+    return out
 
 
 def choose_points(u: np.ndarray, mu: np.ndarray, sd: np.ndarray, num: int = NUM_CHOSEN_POINTS) -> list[int]:
@@ -435,15 +443,16 @@ def calibration_report(
         raise InputError("the calibration report needs a model with one target")
     if fitted.target_name not in table.columns:
         raise InputError(f"the data has no target column {fitted.target_name!r}")
-    scored: dict[str, _Scored] = {}
+    parts: dict[str, pd.DataFrame] = {}
     dropped: dict[str, int] = {}
     for name, rows in _split_rows(table, split_column):
         rows, n_bad = _usable(fitted, rows)
         if len(rows):
-            scored[name] = _score(fitted, rows, rng_key)
+            parts[name] = rows
             dropped[name] = n_bad
-    if not scored:
+    if not parts:
         raise DataError("no rows with a valid target to score")
+    scored = _score(fitted, parts, rng_key)
     metrics = {
         name: split_metrics(s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target)
         for name, s in scored.items()
