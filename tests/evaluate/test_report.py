@@ -9,12 +9,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from tests.test_predict import make_fitted
 
 from sigmabnn.cli.main import main
 from sigmabnn.evaluate.report import INTERVAL_LEVELS, calibration_report, choose_points, split_metrics
 from sigmabnn.io.model_file import save_model
 from sigmabnn.predict import predict
+from test_predict import make_fitted
 
 
 def _erf(k: float) -> float:

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tests.test_predict import make_fitted
 
 from sigmabnn.cli.main import main
 from sigmabnn.datasets import load_ewino
@@ -17,6 +16,7 @@ from sigmabnn.physics.processes import Process, process_features
 from sigmabnn.physics.slha import dataset_columns, read_xsections, spectrum_text, write_spectrum
 from sigmabnn.predict import predict
 from sigmabnn.workflows.surrogates import load_surrogates, predict_xsections, required_inputs
+from test_predict import make_fitted
 
 PROCESSES = (Process(1000022, 1000022), Process(1000023, 1000024))
 

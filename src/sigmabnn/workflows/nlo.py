@@ -227,6 +227,7 @@ class NLOConfig(NamedTuple):
         method: sampler (``"nuts"``).
         num_chains, num_warmup, num_samples: chains, warm-up iterations and kept draws per chain.
         max_tree_depth: NUTS maximal tree depth.
+        num_integration_steps: HMC leapfrog steps per transition (the thesis's L; ``method="hmc"`` only).
         map_steps, map_learning_rate: Adam pretraining of each chain's start.
     """
 
@@ -243,6 +244,7 @@ class NLOConfig(NamedTuple):
     num_warmup: int = 150
     num_samples: int = 50
     max_tree_depth: int = 5
+    num_integration_steps: int = 32
     map_steps: int = 4000
     map_learning_rate: float = 3e-3
 
@@ -373,6 +375,7 @@ def train_process(
         progress=progress,
         derive=config.derive,
         max_tree_depth=config.max_tree_depth,
+        num_integration_steps=config.num_integration_steps,
         map=MAPConfig(learning_rate=config.map_learning_rate, num_steps=config.map_steps, patience=None),
     )
     fit_seconds = time.perf_counter() - t0
