@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from sigmabnn.cli import common
+from sigmabnn.cli.predict import DEFAULT_LEVELS, add_level_argument, write_csv
 
 HELP = "predict every process's cross section at SLHA spectrum files (or a CSV of points)"
 DESCRIPTION = (
@@ -18,7 +19,6 @@ DESCRIPTION = (
     "unit of the training data."
 )
 
-DEFAULT_LEVELS = (0.68, 0.95)
 DEFAULT_SQRT_S = 13000.0
 
 
@@ -28,13 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--process", action="append", metavar="PDG1,PDG2", help="only this process (repeatable; default: all)"
     )
-    p.add_argument(
-        "--level",
-        action="append",
-        type=common.level,
-        metavar="P",
-        help="central interval probability (repeatable; default 0.68 and 0.95)",
-    )
+    add_level_argument(p)
     p.add_argument("-o", "--out", metavar="OUT", help="write the predictions as CSV ('-' for stdout)")
     p.add_argument(
         "--write",
@@ -78,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--write needs SLHA files to write into; {tables[0]} is a table")
     out = common.output_file(args.out, "output file") if args.out is not None else None
 
-    from sigmabnn.io.atomic import atomic_write_text
     from sigmabnn.physics.slha import XSectionResult, read_points, write_xsections
     from sigmabnn.workflows.surrogates import load_surrogates, predict_xsections, required_inputs
 
@@ -98,12 +91,7 @@ def run(args: argparse.Namespace) -> int:
             write_xsections(source, results, sqrt_s=args.sqrt_s)
         print(f"wrote XSECTION blocks for {len(surrogates)} processes into {frame['source'].nunique()} SLHA files")
     if args.out is not None:
-        text = frame.to_csv(index=False, float_format="%.10g")
-        if out is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            atomic_write_text(out, text)
+        write_csv(frame, out)
     elif not args.write:
         _print_points(frame, levels, sys.stdout)
     return 0
