@@ -40,10 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from sigmabnn.datasets import THESIS_FEATURES, ewino_info, load_ewino
-from sigmabnn.evaluate.report import INTERVAL_LEVELS, split_metrics
+from sigmabnn.evaluate.report import INTERVAL_LEVELS, score_splits
 from sigmabnn.io.atomic import atomic_write_json, atomic_write_text
 from sigmabnn.io.model_file import to_jsonable
-from sigmabnn.predict import predict
 from sigmabnn.workflows import nlo
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -116,13 +115,7 @@ def run_config(name: str, config: nlo.NLOConfig, description: str, data: Any, se
     result = nlo.train_process(seed, PROCESS, config, data=data, progress=False, score=False)
     wall = time.perf_counter() - t0
     rows = data[(data["split"] == "test") & data[config.target].notna() & (data[config.target] > 0)]
-    lp = predict(result.fitted, rows, levels=INTERVAL_LEVELS).log_space
-    import numpy as np
-
-    u = np.log10(rows[config.target].to_numpy(np.float64))
-    lower = {lv: lp.lower[lv][:, 0] for lv in INTERVAL_LEVELS}
-    upper = {lv: lp.upper[lv][:, 0] for lv in INTERVAL_LEVELS}
-    m = split_metrics(u, lp.mean[:, 0], lp.std[:, 0], lower, upper, log_target=True)
+    m = score_splits(result.fitted, {"test": rows})["test"]
     cov = list(m["coverage_interval"].values())
     timings = result.report.get("timings", {})
     sampler = result.report.get("sampler", {})

@@ -54,6 +54,7 @@ __all__ = [
     "ReportResult",
     "calibration_report",
     "choose_points",
+    "score_splits",
     "split_metrics",
 ]
 
@@ -172,6 +173,14 @@ def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any) -> dict[st
         upper = {lv: space.upper[lv][sl, 0] for lv in INTERVAL_LEVELS}
         out[name] = _Scored(u, y, space.mean[sl, 0], space.std[sl, 0], lower, upper, part)
     return out
+
+
+def score_splits(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any = None) -> dict[str, dict[str, Any]]:
+    """:func:`split_metrics` of each named table of rows (raw columns and a valid target), predicted in one pass."""
+    return {
+        name: split_metrics(s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target)
+        for name, s in _score(fitted, parts, rng_key).items()
+    }
 
 
 def choose_points(u: np.ndarray, mu: np.ndarray, sd: np.ndarray, num: int = NUM_CHOSEN_POINTS) -> list[int]:

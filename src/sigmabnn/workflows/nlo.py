@@ -303,17 +303,15 @@ def score_split(fitted: Any, table: pd.DataFrame, target: str) -> dict[str, floa
     """Scores of a log-target ``fitted`` on the rows of ``table`` (raw columns and ``target``); see :class:`NLOResult`.
 
     The numbers are those of :func:`sigmabnn.evaluate.report.split_metrics` (same definitions as the
-    calibration report), in percent where :class:`NLOResult` says so.
+    calibration report; intervals at :data:`sigmabnn.evaluate.report.INTERVAL_LEVELS`), in percent
+    where :class:`NLOResult` says so.
     """
-    from sigmabnn.evaluate.report import split_metrics
-    from sigmabnn.predict import predict
+    from sigmabnn.evaluate.report import score_splits
 
-    y = table[target].to_numpy(np.float64)
-    lp = predict(fitted, table, levels=COVERAGE_LEVELS).log_space
-    lower = {lv: lp.lower[lv][:, 0] for lv in COVERAGE_LEVELS}
-    upper = {lv: lp.upper[lv][:, 0] for lv in COVERAGE_LEVELS}
-    m = split_metrics(np.log10(y), lp.mean[:, 0], lp.std[:, 0], lower, upper, log_target=True)
-    out = {"num_test": float(len(y)), "r2_log": m["r2_log"], "r2_xsec": m["r2_xsec"]}
+    if target != fitted.target_name:
+        raise ValueError(f"target {target!r} is not the model's target {fitted.target_name!r}")
+    m = score_splits(fitted, {"test": table})["test"]
+    out = {"num_test": float(m["n"]), "r2_log": m["r2_log"], "r2_xsec": m["r2_xsec"]}
     for name, q in (("median", "q0.5"), ("p90", "q0.9"), ("p99", "q0.99")):
         out[f"rel_err_{name}_pct"] = 100 * m["rel_err"][q]
     for k, cov in enumerate(m["coverage_interval"].values(), start=1):

@@ -85,18 +85,6 @@ def _model_path(directory: Path, process: Process) -> Path:
     return directory / f"{process.target}.model"
 
 
-def _split_scores(fitted: Any, rows: pd.DataFrame) -> dict[str, Any]:
-    from sigmabnn.evaluate.report import INTERVAL_LEVELS, split_metrics
-    from sigmabnn.predict import predict
-
-    pred = predict(fitted, rows, levels=INTERVAL_LEVELS)
-    lp = pred.log_space
-    u = np.log10(rows[fitted.target_name].to_numpy(np.float64))
-    lower = {lv: lp.lower[lv][:, 0] for lv in INTERVAL_LEVELS}
-    upper = {lv: lp.upper[lv][:, 0] for lv in INTERVAL_LEVELS}
-    return split_metrics(u, lp.mean[:, 0], lp.std[:, 0], lower, upper, log_target=True)
-
-
 def summary_row(record: dict[str, Any]) -> dict[str, Any]:
     """One ``summary.csv`` row (:data:`SUMMARY_COLUMNS`) from a process record of :func:`train_all`."""
     test = record["metrics"].get("test", {})
@@ -196,6 +184,7 @@ def train_all(
     Raises:
         InputError: no process in the table, an unknown process, missing feature columns.
     """
+    from sigmabnn.evaluate.report import score_splits
     from sigmabnn.io.atomic import atomic_write_json
     from sigmabnn.io.model_file import save_model, to_jsonable
     from sigmabnn.workflows.nlo import recommended_config, train_process
@@ -228,11 +217,8 @@ def train_all(
         result = train_process(seed, process, config, data=data, progress=progress, score=False)
         seconds = time.perf_counter() - t0
         rows = data.loc[valid]
-        metrics = {
-            name: _split_scores(result.fitted, rows[rows[SPLIT_COLUMN] == name])
-            for name in ("val", "test")
-            if (rows[SPLIT_COLUMN] == name).any()
-        }
+        parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
+        metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
         save_model(result.fitted, _model_path(out, process))
         sampler = result.report.get("sampler", {})
         record = to_jsonable(
