@@ -24,6 +24,9 @@ from pathlib import Path
 from sigmabnn.io.atomic import atomic_write_json
 from sigmabnn.io.model_file import load_model
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from thesis_nlo import versions  # noqa: E402  (the sibling script)
+
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGET_SECONDS = 300.0
 SETTINGS = ("num_chains", "num_warmup", "num_samples", "max_tree_depth")
@@ -61,6 +64,7 @@ def main() -> int:
             "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
             "machine": f"{os.cpu_count()} cores, shared with other jobs",
+            "versions": versions(),
         }
         atomic_write_json(RESULTS / "demo_nlo.json", record)
         target = RESULTS / "demo_nlo_report"

@@ -153,6 +153,7 @@ def run_config(name: str, config: nlo.NLOConfig, description: str, data: Any, se
             "loadavg_before": list(load_before),
             "loadavg_after": list(os.getloadavg()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, shared with other jobs",
+            "versions": versions(),
         }
     )
 
@@ -226,6 +227,17 @@ def markdown(records: list[dict[str, Any]]) -> str:
                 req, got = f"{op} {target}", _num(value)
             lines.append(f"| {key} | {req} | {got} | {_miss(key, value)} |")
     return "\n".join(lines) + "\n"
+
+
+def versions() -> dict[str, str]:
+    """Versions of the library and of what its speed depends on."""
+    import jax
+    import numpy
+
+    from sigmabnn._version import __version__
+
+    python = sys.version.split()[0]
+    return {"sigmabnn": __version__, "jax": jax.__version__, "numpy": numpy.__version__, "python": python}
 
 
 def main(argv: list[str] | None = None) -> int:
