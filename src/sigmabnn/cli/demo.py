@@ -1,4 +1,4 @@
-"""``sigmabnn demo [toy]``: the built-in toy regression experiment, figures and coverage."""
+"""``sigmabnn demo [toy|nlo]``: the built-in experiments (toy regression; the NLO cross-section surrogate)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ import time
 
 from sigmabnn.cli import common
 
-HELP = "run the built-in toy experiment (six 1-d functions, figures and coverage)"
+HELP = "run a built-in experiment: toy (six 1-d functions) or nlo (the chi1 chi1 cross-section surrogate)"
 DESCRIPTION = (
-    "Fit a BNN with NUTS (or variational inference, --method) to each of six noisy one-dimensional functions "
-    "(Maz 2018: 50 points on [-10, 10]), "
-    "predict on [-20, 20], write one PNG per function and print how often the 95 % interval contains the true "
-    "function inside and outside the training domain."
+    "toy (the default): fit a BNN with NUTS (or variational inference, --method) to each of six noisy "
+    "one-dimensional functions (Maz 2018: 50 points on [-10, 10]), predict on [-20, 20], write one PNG per function "
+    "and print how often the 95 % interval contains the true function inside and outside the training domain. "
+    "nlo: train the recommended surrogate of the NLO cross section p p -> chi1^0 chi1^0 on the built-in Prospino "
+    "data (MAP pretraining, then NUTS with the noise precision Gibbs-sampled), save the model and write its "
+    "calibration report."
 )
 
-DEMOS = ("toy",)
+DEMOS = ("toy", "nlo")
+DEFAULT_OUT = {"toy": "sigmabnn-demo", "nlo": "sigmabnn-demo-nlo"}
 TOY_NAMES = ("linear", "quadratic", "sine", "log", "reciprocal", "chirp")
 
 
@@ -25,36 +28,80 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         "-o",
-        default="sigmabnn-demo",
+        default=None,
         metavar="DIR",
-        help="directory for the figures (default ./sigmabnn-demo)",
+        help="output directory (default ./sigmabnn-demo for toy, ./sigmabnn-demo-nlo for nlo)",
     )
     p.add_argument(
         "--functions",
         type=common.column_list,
         metavar="F,G",
-        help=f"run only these functions ({','.join(TOY_NAMES)})",
+        help=f"toy: run only these functions ({','.join(TOY_NAMES)})",
     )
     p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="random seed (default 0)")
     p.add_argument(
         "--method",
         choices=("nuts", "bbb", "flipout", "maz"),
         default="nuts",
-        help="nuts (default), bbb or flipout; maz: Maz 2018's setting (2 x 40 rbf units, BBB, 500 steps)",
+        help="toy: nuts (default), bbb or flipout; maz: Maz 2018's setting (2 x 40 rbf units, BBB, 500 steps)",
     )
-    p.add_argument("--chains", type=common.positive_int, metavar="N", help="NUTS chains per function (default 2)")
+    p.add_argument("--chains", type=common.positive_int, metavar="N", help="NUTS chains per fit (default 2)")
     p.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up steps per chain")
     p.add_argument("--draws", type=common.positive_int, metavar="N", help="kept draws per chain")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name == "nlo":
+        return run_nlo(args)
+    return run_toy(args)
+
+
+def run_nlo(args: argparse.Namespace) -> int:
+    """``sigmabnn demo nlo``: train the chi1 chi1 surrogate on the built-in data, save it, write its report."""
+    from sigmabnn.errors import InputError
+
+    if args.functions:
+        raise InputError("--functions applies to the toy demo only")
+    if args.method != "nuts":
+        raise InputError("--method applies to the toy demo only (the NLO demo samples with NUTS)")
+    out = common.output_dir(args.out or DEFAULT_OUT["nlo"], "output directory")
+
+    from sigmabnn.cli.evaluate import report_summary
+    from sigmabnn.workflows.nlo import demo_config, run_demo
+
+    overrides = {"num_chains": args.chains, "num_warmup": args.warmup, "num_samples": args.draws}
+    config = demo_config(**{k: v for k, v in overrides.items() if v is not None})
+    print(
+        f"NLO surrogate of p p -> chi1^0 chi1^0 on the built-in Prospino data: BNN {config.architecture} "
+        f"{config.activation} on log10 sigma ({len(config.features)} thesis inputs + {len(config.derive)} physics "
+        f"features), MAP {config.map_steps} Adam steps, then NUTS {config.num_chains} chains x "
+        f"({config.num_warmup} warm-up + {config.num_samples} draws), noise precision Gibbs-sampled",
+        flush=True,
+    )
+    result = run_demo(args.seed, out, config, progress=not args.quiet)
+    timings = result.result.report.get("timings", {})
+    print(
+        f"trained in {common.format_seconds(result.result.metrics['fit_seconds'])} (MAP "
+        f"{common.format_seconds(timings.get('map_seconds', float('nan')))}, sampling "
+        f"{common.format_seconds(timings.get('sample_seconds', float('nan')))}); "
+        f"{result.result.fitted.num_networks} networks"
+    )
+    report_summary(result.report.metrics)
+    print(f"done in {common.format_seconds(result.seconds)}; model {result.model_path}")
+    print(f"calibration report: {result.report.markdown}")
+    sys.stdout.flush()
+    return 0
+
+
+def run_toy(args: argparse.Namespace) -> int:
+    """``sigmabnn demo [toy]``: the six toy functions."""
     from sigmabnn.errors import InputError
 
     unknown = [f for f in args.functions or () if f not in TOY_NAMES]
     if unknown:
         raise InputError(f"unknown toy function {unknown[0]!r}; choose from {', '.join(TOY_NAMES)}")
-    out = common.output_dir(args.out, "figure directory")
+    out = common.output_dir(args.out or DEFAULT_OUT["toy"], "figure directory")
 
     import jax
 

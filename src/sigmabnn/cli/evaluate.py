@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from sigmabnn.cli import common
+from sigmabnn.errors import InputError
 
 HELP = "score a model on a labelled table: R^2, RMSE, NLL, residuals, coverage"
 DESCRIPTION = (
@@ -21,6 +23,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
     p.add_argument("data", metavar="DATA", help="table with the input columns and the target column")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write a calibration report (report.md, metrics.json, PNG figures) into DIR, per split of the data",
+    )
+    p.add_argument(
+        "--split-column",
+        default="split",
+        metavar="COL",
+        help="with --report: column of train/val/test labels to score each split apart (default 'split'; "
+        "all rows together when the data has no such column)",
+    )
 
 
 SIGMAS_SHOWN = ("1", "2", "3")
@@ -57,9 +71,55 @@ def print_metrics(metrics: dict[str, Any], file: Any = None) -> None:
             common.print_table(metric_rows(metrics[space]), file=out)
 
 
+REPORT_ROWS = (
+    ("r2_log", "R^2 log10"),
+    ("r2_xsec", "R^2 target (10^mean)"),
+    ("r2", "R^2"),
+    ("z_std", "z std"),
+)
+
+
+def report_summary(metrics: dict[str, dict[str, Any]], file: Any = None) -> None:
+    """The headline numbers of a calibration report, one column per split."""
+    out = sys.stdout if file is None else file
+    splits = list(metrics)
+    rows: list[tuple[str, list[str]]] = []
+    for key, label in REPORT_ROWS:
+        if key in metrics[splits[0]]:
+            rows.append((label, [f"{metrics[s][key]:.4f}" for s in splits]))
+    for k in SIGMAS_SHOWN:
+        rows.append(
+            (f"coverage {k} sigma", [f"{100 * metrics[s]['coverage_sigma'][k]['observed']:.1f} %" for s in splits])
+        )
+    rows.append(("median rel. error", [f"{100 * metrics[s]['rel_err']['q0.5']:.2f} %" for s in splits]))
+    width = max(len(label) for label, _ in rows)
+    print("  " + " " * width + "".join(f"{s:>12}" for s in splits), file=out)
+    for label, cells in rows:
+        print("  " + label.ljust(width) + "".join(f"{c:>12}" for c in cells), file=out)
+
+
+def _run_report(fitted: Any, table: Any, args: argparse.Namespace, data_path: Any) -> int:
+    from sigmabnn.evaluate.report import calibration_report
+
+    result = calibration_report(fitted, table, args.report, split_column=args.split_column, source=f"`{data_path}`")
+    if args.json:
+        json.dump(common.to_builtin(result.metrics), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        report_summary(result.metrics)
+        print(f"calibration report written to {result.markdown}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     model_path = args.model  # a directory; load_model names what is wrong with it
     data_path = common.input_file(args.data, "data file")
+    if args.report is not None:
+        report_dir = Path(args.report)
+        if report_dir.exists() and not report_dir.is_dir():
+            raise InputError(f"report path exists and is not a directory: {report_dir}")
+        if not report_dir.resolve().parent.is_dir():
+            raise InputError(f"directory does not exist: {report_dir.resolve().parent}")
 
     from sigmabnn.data.tables import read_table
     from sigmabnn.evaluate.metrics import evaluate
@@ -67,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     fitted = load_model(model_path)
     table = read_table(data_path)
+    if args.report is not None:
+        return _run_report(fitted, table, args, data_path)
     metrics = common.to_builtin(evaluate(fitted, table, table))
     if args.json:
         json.dump(metrics, sys.stdout, indent=2)

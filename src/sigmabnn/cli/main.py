@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "evaluate": "sigmabnn.cli.evaluate",
     "info": "sigmabnn.cli.info",
     "demo": "sigmabnn.cli.demo",
+    "train-all": "sigmabnn.cli.train_all",
+    "xsec": "sigmabnn.cli.xsec",
 }
 
 EXIT_OK = 0

@@ -18,10 +18,8 @@ DESCRIPTION = (
 DEFAULT_LEVELS = (0.68, 0.95)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
-    p.add_argument("data", metavar="DATA", help="table with the model's input columns (.csv, .parquet)")
-    p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV ('-' for stdout)")
+def add_level_argument(p: argparse.ArgumentParser) -> None:
+    """``--level P`` (repeatable): central interval probabilities, default :data:`DEFAULT_LEVELS`."""
     p.add_argument(
         "--level",
         action="append",
@@ -29,6 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="P",
         help="central interval probability (repeatable; default 0.68 and 0.95)",
     )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
+    p.add_argument("data", metavar="DATA", help="table with the model's input columns (.csv, .parquet)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV ('-' for stdout)")
+    add_level_argument(p)
     p.add_argument(
         "--with-inputs", action="store_true", help="copy the columns of DATA in front of the prediction columns"
     )
@@ -54,6 +59,18 @@ def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:
     return {k: np.reshape(v, (np.shape(v)[0], -1))[:, 0] if np.ndim(v) > 1 else v for k, v in cols.items()}
 
 
+def write_csv(frame: Any, out: Any) -> None:
+    """``frame`` as CSV (10 significant digits) to stdout (``out`` None) or atomically to the path ``out``."""
+    from sigmabnn.io.atomic import atomic_write_text
+
+    text = frame.to_csv(index=False, float_format="%.10g")
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write_text(out, text)
+
+
 def run(args: argparse.Namespace) -> int:
     model_path = args.model  # a directory; load_model names what is wrong with it
     data_path = common.input_file(args.data, "data file")
@@ -64,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from sigmabnn.data.tables import read_table
-    from sigmabnn.io.atomic import atomic_write_text
     from sigmabnn.io.model_file import load_model
     from sigmabnn.predict import predict
 
@@ -74,10 +90,5 @@ def run(args: argparse.Namespace) -> int:
     frame = pd.DataFrame(prediction_columns(pred, levels))
     if args.with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
-    text = frame.to_csv(index=False, float_format="%.10g")
-    if out is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        atomic_write_text(out, text)
+    write_csv(frame, out)
     return 0

@@ -37,7 +37,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="?",
         help="training table (.csv, .csv.gz, .parquet); with --resume, default the run's own data file",
     )
-    p.add_argument("--target", metavar="COL", help="column to predict (required unless --resume)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--target", metavar="COL", help="column to predict (this or --process, unless --resume)")
+    what.add_argument(
+        "--process",
+        metavar="PDG1,PDG2",
+        help="cross-section table (e.g. the built-in ewino data): predict log10 of nlo_<pdg1>_<pdg2> from the "
+        "mass and mixing row of each particle (the thesis's inputs), split by the 'split' column if present",
+    )
     p.add_argument(
         "--features",
         type=common.column_list,
@@ -178,16 +185,33 @@ def resume_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
+def use_process(args: argparse.Namespace, data: Any) -> None:
+    """``--process``: fill in the target, the thesis's features, ``--log-target`` and the split column."""
+    from sigmabnn.data.tables import read_table
+    from sigmabnn.physics.processes import SPLIT_COLUMN, find_target_column, parse_process, process_features
+
+    columns = list(read_table(data).columns)
+    process = parse_process(args.process)
+    args.target = find_target_column(columns, process)
+    args.features = args.features or process_features(process)
+    args.log_target = True
+    if args.split is None and args.split_column is None and SPLIT_COLUMN in columns:
+        args.split_column = SPLIT_COLUMN
+
+
 def run(args: argparse.Namespace) -> int:
     from sigmabnn.errors import InputError
 
     if args.resume is not None:
         if args.out is not None and str(args.out) != str(args.resume):
             raise InputError("--resume continues the model it names; drop --out")
+        if args.process is not None:
+            raise InputError("--resume continues the run with its own target and features; drop --process")
         data = None if args.data is None else common.input_file(args.data)
         out = args.resume
     else:
-        missing = [name for name, value in (("DATA", args.data), ("--target", args.target), ("--out", args.out))
+        what = args.target if args.process is None else args.process
+        missing = [name for name, value in (("DATA", args.data), ("--target or --process", what), ("--out", args.out))
                    if value is None]  # fmt: skip
         if missing:
             raise InputError(f"the following arguments are required: {', '.join(missing)}")
@@ -204,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
     from sigmabnn import api
     from sigmabnn.io.checkpoint import TrainingInterrupted
 
+    if args.process is not None:
+        use_process(args, data)
     start = time.perf_counter()
     try:
         with _sigterm_interrupts():

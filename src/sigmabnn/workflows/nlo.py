@@ -47,6 +47,8 @@ from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process, proc
 
 __all__ = [
     "COVERAGE_LEVELS",
+    "DEMO_SETTINGS",
+    "DemoResult",
     "MZ",
     "NLOConfig",
     "NLOResult",
@@ -55,9 +57,11 @@ __all__ = [
     "HeteroscedasticStudentT",
     "StudentT",
     "coupling_features",
+    "demo_config",
     "proxy_features",
     "recommended_config",
     "recommended_features",
+    "run_demo",
     "student_t_pit",
     "score_split",
     "train_process",
@@ -223,6 +227,7 @@ class NLOConfig(NamedTuple):
         method: sampler (``"nuts"``).
         num_chains, num_warmup, num_samples: chains, warm-up iterations and kept draws per chain.
         max_tree_depth: NUTS maximal tree depth.
+        num_integration_steps: HMC leapfrog steps per transition (the thesis's L; ``method="hmc"`` only).
         map_steps, map_learning_rate: Adam pretraining of each chain's start.
     """
 
@@ -239,6 +244,7 @@ class NLOConfig(NamedTuple):
     num_warmup: int = 150
     num_samples: int = 50
     max_tree_depth: int = 5
+    num_integration_steps: int = 32
     map_steps: int = 4000
     map_learning_rate: float = 3e-3
 
@@ -294,27 +300,23 @@ COVERAGE_LEVELS: tuple[float, ...] = (0.682689, 0.954500, 0.997300)
 
 
 def score_split(fitted: Any, table: pd.DataFrame, target: str) -> dict[str, float]:
-    """Scores of a log-target ``fitted`` on the rows of ``table`` (raw columns and ``target``)."""
-    from sigmabnn.predict import predict
+    """Scores of a log-target ``fitted`` on the rows of ``table`` (raw columns and ``target``); see :class:`NLOResult`.
 
-    y = table[target].to_numpy(np.float64)
-    pred = predict(fitted, table, levels=COVERAGE_LEVELS)
-    lp = pred.log_space
-    mu, sd = lp.mean[:, 0], lp.std[:, 0]
-    ylog = np.log10(y)
-    out = {
-        "num_test": float(len(y)),
-        "r2_log": float(1 - np.sum((mu - ylog) ** 2) / np.sum((ylog - ylog.mean()) ** 2)),
-    }
-    xp = 10.0**mu
-    out["r2_xsec"] = float(1 - np.sum((xp - y) ** 2) / np.sum((y - y.mean()) ** 2))
-    rel = np.abs(xp / y - 1.0)
-    for name, q in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
-        out[f"rel_err_{name}_pct"] = float(100 * np.quantile(rel, q))
-    for k, level in enumerate(COVERAGE_LEVELS, start=1):
-        inside = (ylog >= lp.lower[level][:, 0]) & (ylog <= lp.upper[level][:, 0])
-        out[f"cov_{k}sigma_pct"] = float(100 * np.mean(inside))
-    out["z_std"] = float(np.std((ylog - mu) / sd))
+    The numbers are those of :func:`sigmabnn.evaluate.report.split_metrics` (same definitions as the
+    calibration report; intervals at :data:`sigmabnn.evaluate.report.INTERVAL_LEVELS`), in percent
+    where :class:`NLOResult` says so.
+    """
+    from sigmabnn.evaluate.report import score_splits
+
+    if target != fitted.target_name:
+        raise ValueError(f"target {target!r} is not the model's target {fitted.target_name!r}")
+    m = score_splits(fitted, {"test": table})["test"]
+    out = {"num_test": float(m["n"]), "r2_log": m["r2_log"], "r2_xsec": m["r2_xsec"]}
+    for name, q in (("median", "q0.5"), ("p90", "q0.9"), ("p99", "q0.99")):
+        out[f"rel_err_{name}_pct"] = 100 * m["rel_err"][q]
+    for k, cov in enumerate(m["coverage_interval"].values(), start=1):
+        out[f"cov_{k}sigma_pct"] = 100 * cov
+    out["z_std"] = m["z_std"]
     return out
 
 
@@ -325,6 +327,7 @@ def train_process(
     *,
     data: pd.DataFrame | None = None,
     progress: bool = True,
+    score: bool = True,
     **overrides: Any,
 ) -> NLOResult:
     """Train the recommended surrogate of ``process`` on the ``train`` rows and score it on ``test``.
@@ -336,6 +339,7 @@ def train_process(
         data: the table (default the built-in :func:`sigmabnn.datasets.load_ewino`); needs the
             raw feature columns, the squark mass columns, the target and a ``split`` column.
         progress: progress bars on stderr.
+        score: score the test split (else ``metrics`` holds only ``fit_seconds``).
 
     Returns:
         :class:`NLOResult` with the fitted model, the fit report and the test metrics.
@@ -369,14 +373,80 @@ def train_process(
         progress=progress,
         derive=config.derive,
         max_tree_depth=config.max_tree_depth,
+        num_integration_steps=config.num_integration_steps,
         map=MAPConfig(learning_rate=config.map_learning_rate, num_steps=config.map_steps, patience=None),
     )
     fit_seconds = time.perf_counter() - t0
-    rows = df[df["split"] == "test"]
-    rows = rows[rows[config.target].notna() & (rows[config.target] > 0)]
-    metrics = score_split(fitted, rows, config.target)
+    metrics: dict[str, float] = {}
+    if score:
+        rows = df[df["split"] == "test"]
+        rows = rows[rows[config.target].notna() & (rows[config.target] > 0)]
+        metrics = score_split(fitted, rows, config.target)
     metrics["fit_seconds"] = fit_seconds
     return NLOResult(fitted, report, metrics, config)
+
+
+# ----------------------------------------------------------------------------- the demo
+
+
+DEMO_SETTINGS: dict[str, Any] = {
+    "map_steps": 3000,
+    "map_learning_rate": 1e-2,
+    "num_chains": 2,
+    "num_warmup": 100,
+    "num_samples": 50,
+    "max_tree_depth": 5,
+}
+"""Overrides of :func:`recommended_config` for ``sigmabnn demo nlo``: sized to finish in about 5 minutes on 2 cores."""
+
+
+def demo_config(process: Process | str = "1000022,1000022", **overrides: Any) -> NLOConfig:
+    """:func:`recommended_config` with :data:`DEMO_SETTINGS` (then ``overrides``)."""
+    return recommended_config(process, **{**DEMO_SETTINGS, **overrides})
+
+
+class DemoResult(NamedTuple):
+    """Output of :func:`run_demo`.
+
+    Attributes:
+        model_path: the saved model directory.
+        report: the :class:`~sigmabnn.evaluate.report.ReportResult` of the calibration report.
+        result: the :class:`NLOResult` of the fit.
+        seconds: wall time of the whole run (fit, save, report), s.
+    """
+
+    model_path: Any
+    report: Any
+    result: NLOResult
+    seconds: float
+
+
+def run_demo(seed: int, directory: Any, config: NLOConfig | None = None, *, progress: bool = True) -> DemoResult:
+    """Train the chi1^0 chi1^0 surrogate on the built-in data and write the model and its calibration report.
+
+    Writes ``directory/<target>.model`` and ``directory/report/`` (:func:`~sigmabnn.evaluate.report.calibration_report`
+    on the train / val / test splits of the built-in data).
+    """
+    from pathlib import Path
+
+    from sigmabnn.datasets import load_ewino
+    from sigmabnn.evaluate.report import calibration_report
+    from sigmabnn.io.model_file import save_model
+
+    t0 = time.perf_counter()
+    config = demo_config() if config is None else config
+    data = load_ewino()
+    result = train_process(seed, config.process, config, data=data, progress=progress, score=False)
+    out = Path(directory)
+    model_path = save_model(result.fitted, out / f"{config.target}.model")
+    report = calibration_report(
+        result.fitted,
+        data,
+        out / "report",
+        title=f"Calibration report: p p -> {parse_process(config.process).label} ({config.target})",
+        source="the built-in data set (`sigmabnn.datasets.load_ewino()`, fixed split column)",
+    )
+    return DemoResult(model_path, report, result, time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- Student-t likelihood
