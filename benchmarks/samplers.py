@@ -40,9 +40,7 @@ generated from the JSON).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -68,20 +66,16 @@ with warnings.catch_warnings():
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
+from tests.targets.posteriordb import NAMES as POSTERIORDB_NAMES  # noqa: E402
+
+import _report  # noqa: E402
 from core_gradient import load_process  # noqa: E402  (same data preparation as the gradient benchmark)
 
 Array = jax.Array
 RESULTS = REPO / "benchmarks" / "results"
 NUM_CHAINS = 4
 NUM_TEST_INPUTS = 20
-POSTERIORDB = (
-    "eight_schools-eight_schools_noncentered",
-    "diamonds-diamonds",
-    "arK-arK",
-    "garch-garch11",
-    "low_dim_gauss_mix-low_dim_gauss_mix",
-    "sblrc-blr",
-)
+POSTERIORDB = POSTERIORDB_NAMES
 SAMPLERS = ("sigmabnn", "numpyro", "blackjax")
 
 #: Per-target settings: reduced default, and the issue's full setting.
@@ -422,7 +416,8 @@ def markdown(out: dict) -> str:
         f"{m['load_average_1_5_15_at_end']} on {m['cpu_count']} cores (shared machine); "
         f"jax {m['jax']}, numpyro {m['numpyro']}, blackjax {m['blackjax']}, sigmabnn {m['sigmabnn']}.",
         "",
-        f"Setting: **{out['mode']}**, {NUM_CHAINS} chains, repetitions per target: see `reps`. "
+        ("" if out.get("complete", True) else "**Partial run: not every planned target/sampler finished.** ")
+        + f"Setting: **{out['mode']}**, {NUM_CHAINS} chains, repetitions per target: see `reps`. "
         "Per target (identical for every sampler):",
         "",
         "| target | rows used | warm-up | draws | max tree depth |",
@@ -510,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     data_dir = args.shared / "data"
     nlo = data_dir / "nlo_ewino" / "ewino_nlo.csv.gz"
-    names = ["bnn-5-20-20-1", "bnn-5-50-50-50-1", "gauss-100", *POSTERIORDB]
+    names = ["gauss-100", "bnn-5-20-20-1", *POSTERIORDB, "bnn-5-50-50-50-1"]
     if args.targets:
         wanted = args.targets.split(",")
         names = [n for n in names if n in wanted]
@@ -538,6 +533,35 @@ def main(argv: list[str] | None = None) -> int:
         extra = [s for s, prefix in levers if problem.name.startswith(prefix)]
         return samplers + [s for s in extra if s not in samplers]
 
+    def write_results(records: list[dict], complete: bool) -> None:
+        summary = _median_records(records)
+        out = {
+            "mode": mode,
+            "records": records,
+            "summary": summary,
+            "goals": goals(summary),
+            "settings": {p.name: p.settings for p in problems},
+            "levers": lever_lines(summary),
+            "notes": [
+                "All samplers evaluate the same jitted JAX log-density, so gradient cost per evaluation is the same "
+                "function; differences in gradient evaluations per second come from each library's per-step "
+                "overhead (tree building, vectorization over chains) and compilation.",
+                "Reduced setting (the default): BNN posteriors on an evenly spaced subset of the training rows "
+                "with a capped tree depth, few warm-up iterations and draws, one repetition; ESS from 4 x 100 draws "
+                "has a relative error of tens of percent, so ratios near 1 are ties. Run with --full for the "
+                "issue's setting.",
+                "Under a capped tree depth, trajectories that would be longer are cut identically for every "
+                "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
+                "matrix in few iterations.",
+            ],
+            "machine": _report.machine(
+                load_start, numpyro=numpyro.__version__, blackjax=blackjax.__version__, sigmabnn=sigmabnn.__version__
+            ),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        out["complete"] = complete
+        _report.write(args.out, out, markdown(out))
+
     timer = CompileTimer()
     records: list[dict] = []
     max_reps = max(args.reps, args.cheap_reps)
@@ -559,47 +583,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{rec['min_ess_per_grad']:.3g} ESS/grad, wall {rec['wall_s']:.1f} s",
                     flush=True,
                 )
-    summary = _median_records(records)
-    out = {
-        "mode": mode,
-        "records": records,
-        "summary": summary,
-        "goals": goals(summary),
-        "settings": {p.name: p.settings for p in problems},
-        "levers": lever_lines(summary),
-        "notes": [
-            "All samplers evaluate the same jitted JAX log-density, so gradient cost per evaluation is the same "
-            "function; differences in gradient evaluations per second come from each library's per-step "
-            "overhead (tree building, vectorization over chains) and compilation.",
-            "Reduced setting (the default): BNN posteriors on an evenly spaced subset of the training rows "
-            "with a capped tree depth, few warm-up iterations and draws, one repetition; ESS from 4 x 100 draws "
-            "has a relative error of tens of percent, so ratios near 1 are ties. Run with --full for the "
-            "issue's setting.",
-            "Under a capped tree depth, trajectories that would be longer are cut identically for every "
-            "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
-            "matrix in few iterations.",
-        ],
-        "machine": {
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "jax": jax.__version__,
-            "numpyro": numpyro.__version__,
-            "blackjax": blackjax.__version__,
-            "sigmabnn": sigmabnn.__version__,
-            "load_average_1_5_15_at_start": [round(v, 2) for v in load_start],
-            "load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()],
-        },
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(out, indent=2) + "\n")
-    tmp.replace(args.out)
-    md = args.out.with_suffix(".md")
-    md.with_suffix(".md.tmp").write_text(markdown(out))
-    md.with_suffix(".md.tmp").replace(md)
-    print(f"wrote {args.out} and {md}")
+                write_results(records, complete=False)  # a partial result survives a time-out
+    write_results(records, complete=True)
     return 0
 
 

@@ -79,8 +79,8 @@ DEFAULT_LEVELS = (0.68, 0.95)
 #: Default number of predictive samples per point is the smallest multiple of T that is >= this.
 MIN_NOISE_SAMPLES = 2000
 #: Bound on the largest per-chunk intermediate, in array elements. Chunks whose intermediates
-#: stay within the CPU caches run faster per point (64 points of 1,000 5-20-20-1 networks
-#: ran 1.3-1.7x faster per point than 512 or 1,024; benchmarks/predict.py).
+#: stay closer to the CPU caches run faster per point (for 1,000 5-20-20-1 networks, chunks of
+#: 64 points beat 512 or 1,024 when this was tuned; see benchmarks/predict.py).
 CHUNK_ELEMENT_BUDGET = 2**21
 #: Smallest chunk (fewer compilations for small inputs of different sizes).
 MIN_CHUNK = 64
