@@ -511,21 +511,24 @@ def main(argv: list[str] | None = None) -> int:
         names = [n for n in names if n in wanted]
     load_start = os.getloadavg()
     key = jax.random.key(args.seed)
-    problems: list[Problem] = []
-    for i, name in enumerate(names):
+
+    def build(i: int, name: str) -> Problem | None:
+        """The problem ``name``, built when first needed (MAP starts for a BNN take a while)."""
         k = jax.random.fold_in(key, i)
         if name.startswith("bnn-"):
             if not nlo.is_file():
                 print(f"skipping {name}: {nlo} not found", file=sys.stderr)
-                continue
-            problems.append(bnn_problem(name[4:], table[name], nlo, k))
-        elif name == "gauss-100":
-            problems.append(gauss_problem(table[name], k))
-        else:
-            if not (data_dir / "posteriordb").is_dir():
-                print(f"skipping {name}: {data_dir / 'posteriordb'} not found", file=sys.stderr)
-                continue
-            problems.append(posteriordb_problem(name, table["posteriordb"], data_dir, k))
+                return None
+            return bnn_problem(name[4:], table[name], nlo, k)
+        if name == "gauss-100":
+            return gauss_problem(table[name], k)
+        if not (data_dir / "posteriordb").is_dir():
+            print(f"skipping {name}: {data_dir / 'posteriordb'} not found", file=sys.stderr)
+            return None
+        return posteriordb_problem(name, table["posteriordb"], data_dir, k)
+
+    built: dict[str, Problem | None] = {}
+    problems: list[Problem] = []  # those built so far, in order
     samplers = args.samplers.split(",")
     levers = [tuple(x.split(":")) for x in args.levers.split(",") if x]
 
@@ -566,9 +569,16 @@ def main(argv: list[str] | None = None) -> int:
     records: list[dict] = []
     max_reps = max(args.reps, args.cheap_reps)
     for rep in range(max_reps):
-        for p_index, problem in enumerate(problems):
-            reps = args.reps if problem.name.startswith("bnn-") else args.cheap_reps
+        for p_index, name in enumerate(names):
+            reps = args.reps if name.startswith("bnn-") else args.cheap_reps
             if rep >= reps:
+                continue
+            if name not in built:
+                built[name] = build(p_index, name)
+                if built[name] is not None:
+                    problems.append(built[name])
+            problem = built[name]
+            if problem is None:
                 continue
             order = plan(problem)
             order = order[rep % len(order) :] + order[: rep % len(order)]  # rotate: no fixed first runner
