@@ -40,6 +40,7 @@ generated from the JSON).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -446,6 +447,25 @@ def markdown(out: dict) -> str:
     lines += ["", "## Goals", "", "| goal | needed | measured ratio | met |", "|---|---:|---:|---|"]
     for g in out["goals"]:
         lines.append(f"| {g['goal']} | {g['target_ratio']:g}x | {g['ratio']:.2f}x | {'yes' if g['met'] else 'no'} |")
+    by = {(r["target"], r["sampler"]): r for r in out["summary"]}
+    lines += [
+        "",
+        "## What limits it",
+        "",
+        "sigmabnn's gradient evaluations per second and min ESS per gradient relative to NumPyro's, per target "
+        "(the same log-density: a lower rate is per-step overhead of the sampler, a lower ESS/grad is "
+        "adaptation or trajectory length):",
+        "",
+        "| target | grad evals/s ratio | min ESS/grad ratio | min ESS/s ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for target in sorted({t for t, _ in by}):
+        a, b = by.get((target, "sigmabnn")), by.get((target, "numpyro"))
+        if a and b:
+            lines.append(
+                f"| {target} | {a['grad_evals_per_s'] / b['grad_evals_per_s']:.2f} | "
+                f"{a['min_ess_per_grad'] / b['min_ess_per_grad']:.2f} | {a['min_ess_per_s'] / b['min_ess_per_s']:.2f} |"
+            )
     lines += ["", "## Levers", ""]
     lines += [f"- {n}" for n in out["levers"]]
     lines += ["", "## Notes", ""]
@@ -468,6 +488,39 @@ def lever_lines(summary: list[dict]) -> list[str]:
     return out
 
 
+def merge(paths: list[Path], out_path: Path) -> int:
+    """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    records = [r for part in parts for r in part["records"]]
+    summary = _median_records(records)
+    out = {
+        **parts[0],
+        "mode": "; ".join(dict.fromkeys(part["mode"] for part in parts)),
+        "complete": all(part.get("complete", True) for part in parts),
+        "records": records,
+        "summary": summary,
+        "goals": goals(summary),
+        "levers": lever_lines(summary),
+        "settings": {k: v for part in parts for k, v in part["settings"].items()},
+        "notes": list(
+            dict.fromkeys(
+                [n for part in parts for n in part["notes"]]
+                + [
+                    f"Merged from {len(parts)} runs of this script (one process each, run side by side on the same "
+                    "machine): "
+                    + ", ".join(
+                        f"{p.name} ({part['date']}, targets {', '.join(part['settings'])})"
+                        for p, part in zip(paths, parts)
+                    )
+                ]
+            )
+        ),
+        "machine": {**parts[0]["machine"], "runs": [part["machine"] for part in parts]},
+    }
+    _report.write(out_path, out, markdown(out))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the issue's full setting (hours)")
@@ -487,7 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-samples", type=int, help="override the draws of every target")
     parser.add_argument("--max-tree-depth", type=int, help="override the maximum tree depth of every target")
     parser.add_argument("--rows", type=int, help="override the BNN training-row subset")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="combine the records of these result files (e.g. targets run in separate processes) into --out",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out)
 
     import blackjax
     import numpyro
