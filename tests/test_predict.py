@@ -149,8 +149,6 @@ def test_no_recompilation_for_same_chunk():
     fn = predict_module._chunk_fn(
         f.bnn,
         f.num_networks * math.ceil(2000 / f.num_networks),
-        ((1 - 0.68) / 2, (1 + 0.68) / 2),
-        False,
         False,
         False,
         False,

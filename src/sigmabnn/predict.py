@@ -34,10 +34,15 @@ samples' quantiles). The noise for point ``i`` comes from
 the default key is ``jax.random.key(DEFAULT_SEED)`` with ``DEFAULT_SEED = 0``.
 
 Performance: the points are processed in chunks whose size is a power of two
-of at least ``MIN_CHUNK = 64`` points unless ``chunk_size`` is smaller
-(the last chunk is padded), so a function is compiled once per chunk size and
-reused across calls; memory per chunk is bounded (about ``2**24`` floats for
-the largest intermediate: ``T x chunk x width`` or ``S x chunk x t``).
+of at least ``MIN_CHUNK = 64`` points unless ``chunk_size`` is smaller or a
+single point is asked for (the last chunk is padded), so a function is
+compiled once per chunk size and reused across calls; memory per chunk is
+bounded (about ``2**21`` floats for the largest intermediate: ``T x chunk x
+width`` or ``S x chunk x t``). The networks, moments and noise samples run in
+one jitted function per chunk; the samples are sorted for the quantiles on
+the host (NumPy's sort is much faster than XLA's on CPU) while the next chunk
+is computed. A model's draws are copied to the device once per model object.
+``benchmarks/predict.py`` measures points per second, latency and load time.
 The networks run in the model's dtype; everything after the network output
 (transforms, moments, quantiles) is computed in float64.
 """
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -72,8 +78,10 @@ DEFAULT_SEED = 0
 DEFAULT_LEVELS = (0.68, 0.95)
 #: Default number of predictive samples per point is the smallest multiple of T that is >= this.
 MIN_NOISE_SAMPLES = 2000
-#: Bound on the largest per-chunk intermediate, in array elements.
-CHUNK_ELEMENT_BUDGET = 2**24
+#: Bound on the largest per-chunk intermediate, in array elements. Chunks whose intermediates
+#: stay closer to the CPU caches run faster per point (for 1,000 5-20-20-1 networks, chunks of
+#: 64 points beat 512 or 1,024 when this was tuned; see benchmarks/predict.py).
+CHUNK_ELEMENT_BUDGET = 2**21
 #: Smallest chunk (fewer compilations for small inputs of different sizes).
 MIN_CHUNK = 64
 _LN10 = math.log(10.0)
@@ -192,7 +200,8 @@ def _effective_chunk(n: int, chunk_size: int, per_point: int) -> int:
     if chunk_size < 1:
         raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
     cap = max(1, CHUNK_ELEMENT_BUDGET // max(1, per_point))
-    c = min(int(chunk_size), cap, _next_pow2(max(n, MIN_CHUNK)))
+    floor = 1 if n == 1 else MIN_CHUNK  # a single point is not padded: the latency path
+    c = min(int(chunk_size), cap, _next_pow2(max(n, floor)))
     return 1 << (c.bit_length() - 1)  # round down to a power of two
 
 
@@ -211,29 +220,19 @@ def _pad(a: np.ndarray, c: int) -> np.ndarray:
 # --------------------------------------------------------------------------- per-draw Gaussians
 
 
-def _per_draw(bnn: BNN, positions: Array, noise_precision: Array, z: Array, noise_std: Array | None):
-    """Model-space ``mu``, ``var`` ``[T, c, t]`` of every network at standardised inputs ``z`` ``[c, p]``."""
+def _per_draw(bnn: BNN, params: Any, noise_precision: Array, z: Array, noise_std: Array | None):
+    """Model-space ``mu``, ``var`` ``[T, c, t]`` of every network at standardised inputs ``z`` ``[c, p]``.
+
+    ``params``: the networks' parameter pytree with a leading ``[T]`` axis (see :func:`_positions`).
+    """
     lik = bnn.likelihood
 
-    def one(position: Array, precision: Array) -> tuple[Array, Array]:
-        f = bnn.apply(bnn.unflatten(position), z)
+    def one(p: Any, precision: Array) -> tuple[Array, Array]:
+        f = bnn.apply(p, z)
         return lik.mean(f), lik.aleatoric_variance(f, precision, noise_std)
 
-    mu, var = jax.vmap(one)(positions, noise_precision)
+    mu, var = jax.vmap(one)(params, noise_precision)
     return mu.astype(jnp.float64), var.astype(jnp.float64)
-
-
-def _quantiles_sorted(sorted_samples: Array, qs: tuple[float, ...]) -> Array:
-    """Linear-interpolation quantiles (NumPy's default) along axis 0 of already sorted samples."""
-    s = sorted_samples.shape[0]
-    out = []
-    for q in qs:
-        h = (s - 1) * q
-        lo = int(math.floor(h))
-        hi = min(lo + 1, s - 1)
-        w = h - lo
-        out.append(sorted_samples[lo] * (1.0 - w) + sorted_samples[hi] * w)
-    return jnp.stack(out)
 
 
 def _moments(mu: Array, var: Array, want_cov: bool) -> dict[str, Array]:
@@ -264,19 +263,21 @@ def _mixture_log_density(mu: Array, var: Array, y: Array) -> Array:
 def _chunk_fn(
     bnn: BNN,
     num_samples: int,
-    qs: tuple[float, ...],
     log10: bool,
     want_cov: bool,
-    want_samples: bool,
     want_lpd: bool = False,
 ):
-    """Jitted ``(positions, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log) -> dict``.
+    """Jitted ``(params, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log) -> dict``.
 
     One chunk of points; compiled once per static configuration and chunk shape.
+    Returns the moments and the predictive samples in log space, ``"draws"``
+    ``[c, t, S]`` (points-major, so that the host sorts contiguous rows);
+    the quantiles are taken on the host (:func:`_host_quantiles`): NumPy's
+    vectorised sort is an order of magnitude faster than XLA's on CPU.
     """
 
-    def run(positions, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log):
-        mu, var = _per_draw(bnn, positions, noise_precision, z, noise_std)
+    def run(params, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log):
+        mu, var = _per_draw(bnn, params, noise_precision, z, noise_std)
         mu = mu * y_scale + y_mean  # log space
         var = var * jnp.square(y_scale)
         t_nets = mu.shape[0]
@@ -288,26 +289,60 @@ def _chunk_fn(
         which = jnp.arange(num_samples) % t_nets
         eps = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(key, i), (num_samples, mu.shape[2])))(index)
         samples = mu[which] + jnp.sqrt(var[which]) * jnp.swapaxes(eps, 0, 1)  # [S, c, t]
-        ordered = jnp.sort(samples, axis=0)
-        out["log"]["quantiles"] = _quantiles_sorted(ordered, qs)
-        if want_samples:
-            out["log"]["samples"] = samples
-        if log10:
-            out["orig"]["quantiles"] = _quantiles_sorted(jnp.power(10.0, ordered), qs)
-            if want_samples:
-                out["orig"]["samples"] = jnp.power(10.0, samples)
+        out["draws"] = jnp.transpose(samples, (1, 2, 0))  # [c, t, S]
         return out
 
     return jax.jit(run)
 
 
-def _positions(fitted: FittedModel) -> tuple[Array, Array]:
+def _host_quantiles(draws: np.ndarray, qs: tuple[float, ...], log10: bool) -> dict[str, np.ndarray]:
+    """Quantiles ``[len(qs), c, t]`` of samples ``draws`` ``[c, t, S]``, NumPy's linear interpolation.
+
+    ``"log"``: of the samples; ``"orig"`` (``log10``): of ``10**samples``,
+    interpolated between the transformed order statistics.
+    """
+    ordered = np.sort(draws, axis=-1)
+    s = ordered.shape[-1]
+    out: dict[str, list[np.ndarray]] = {"log": [], "orig": []}
+    for q in qs:
+        h = (s - 1) * q
+        lo = int(math.floor(h))
+        hi = min(lo + 1, s - 1)
+        w = h - lo
+        a, b = ordered[..., lo], ordered[..., hi]
+        out["log"].append(a * (1.0 - w) + b * w)
+        if log10:
+            out["orig"].append(np.power(10.0, a) * (1.0 - w) + np.power(10.0, b) * w)
+    return {k: np.stack(v) for k, v in out.items() if v}
+
+
+#: Device copies of a model's draws, made once per model object (a FittedModel is immutable).
+_DEVICE_DRAWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=32)
+def _unflatten_all(bnn: BNN):
+    return jax.jit(jax.vmap(bnn.unflatten))
+
+
+def _positions(fitted: FittedModel) -> tuple[Any, Array]:
+    """Parameters (pytree, leading ``[T]``) and noise precisions ``[T]`` on the device, model dtype.
+
+    Unflattened once per model object and cached (a FittedModel is immutable):
+    slicing the flat ``[T, d]`` draws into layers inside every chunk copied
+    all the weights once per chunk (43 MB for 1,000 5-50-50-50-1 networks).
+    """
+    cached = _DEVICE_DRAWS.get(fitted)
+    if cached is not None:
+        return cached
     d = fitted.draws
     dtype = fitted.bnn.jdtype
     t = d.num_networks
     pos = jnp.asarray(np.asarray(d.positions).reshape(t, -1), dtype=dtype)
+    params = jax.block_until_ready(_unflatten_all(fitted.bnn)(pos))
     prec = jnp.asarray(np.asarray(d.hyper.noise_precision).reshape(t), dtype=dtype)
-    return pos, prec
+    _DEVICE_DRAWS[fitted] = (params, prec)
+    return params, prec
 
 
 def _assemble(parts: dict[str, list], levels: tuple[float, ...], want_cov: bool, want_samples: bool, log_space):
@@ -409,7 +444,7 @@ def _predict_matrix(
     c = _effective_chunk(n, chunk_size, max(t_nets * width, 2 * s * t, 6 * t_nets * t))
 
     want_lpd = y_log is not None
-    fn = _chunk_fn(fitted.bnn, s, qs, log10, bool(covariance), bool(return_samples), want_lpd)
+    fn = _chunk_fn(fitted.bnn, s, log10, bool(covariance), want_lpd)
     pos, prec = _positions(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
@@ -418,19 +453,36 @@ def _predict_matrix(
     spaces = ("log", "orig") if log10 else ("log",)
     parts: dict[str, dict[str, list]] = {sp: {} for sp in spaces}
     lpd_parts: list[np.ndarray] = []
-    for start, stop in _chunks(n, c):
+
+    def launch(start: int, stop: int):
         zc = jnp.asarray(_pad(z[start:stop], c))
         nc = None if nstd is None else jnp.asarray(_pad(nstd[start:stop], c), fitted.bnn.jdtype)
         yc = jnp.asarray(_pad(np.asarray(y_log[start:stop], np.float64), c)) if want_lpd else None
         idx = jnp.arange(start, start + c)
-        out = jax.device_get(fn(pos, prec, zc, nc, y_mean, y_scale, key, idx, yc))
-        m = stop - start
+        return stop - start, fn(pos, prec, zc, nc, y_mean, y_scale, key, idx, yc)
+
+    def collect(m: int, out: dict) -> None:
+        out = jax.device_get(out)
+        draws = np.asarray(out["draws"])[:m]
+        quantiles = _host_quantiles(draws, qs, log10)
         for sp in spaces:
             for k, v in out[sp].items():
-                v = np.asarray(v)
-                parts[sp].setdefault(k, []).append(v[:, :m] if k in ("samples", "quantiles") else v[:m])
+                parts[sp].setdefault(k, []).append(np.asarray(v)[:m])
+            parts[sp].setdefault("quantiles", []).append(quantiles[sp])
+            if return_samples:
+                samples = np.moveaxis(draws, -1, 0)  # [S, m, t]
+                parts[sp].setdefault("samples", []).append(samples if sp == "log" else np.power(10.0, samples))
         if want_lpd:
             lpd_parts.append(np.asarray(out["lpd"])[:m])
+
+    # Dispatch is asynchronous: the next chunk runs on the device while the host sorts this one.
+    pending = None
+    for start, stop in _chunks(n, c):
+        launched = launch(start, stop)
+        if pending is not None:
+            collect(*pending)
+        pending = launched
+    collect(*pending)
     lpd = np.concatenate(lpd_parts) if want_lpd else None
     log_pred = _assemble(parts["log"], lv, bool(covariance), bool(return_samples), None)
     if not log10:
@@ -443,8 +495,8 @@ def _predict_matrix(
 
 @functools.lru_cache(maxsize=32)
 def _lpd_fn(bnn: BNN):
-    def run(positions, noise_precision, z, noise_std, y_model, y_scale):
-        mu, var = _per_draw(bnn, positions, noise_precision, z, noise_std)
+    def run(params, noise_precision, z, noise_std, y_model, y_scale):
+        mu, var = _per_draw(bnn, params, noise_precision, z, noise_std)
         # model-space density, then the Jacobian of model space -> log space
         return _mixture_log_density(mu, var, y_model) - jnp.sum(jnp.log(y_scale))
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "train": "sigmabnn.cli.train",
     "predict": "sigmabnn.cli.predict",
     "evaluate": "sigmabnn.cli.evaluate",
+    "diagnose": "sigmabnn.cli.diagnose",
     "info": "sigmabnn.cli.info",
     "demo": "sigmabnn.cli.demo",
     "train-all": "sigmabnn.cli.train_all",

@@ -329,7 +329,9 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
             print(f"    {label.ljust(width)}{cells}", file=file)
     print(f"model written to {out}", file=file)
     file.flush()
-    warnings = list(sampler.get("warnings", []) or [])
+    from sigmabnn.evaluate.diagnostics import report_warnings  # the same sentences as 'sigmabnn diagnose'
+
+    warnings = report_warnings(report)
     if data.get("dropped"):
         n = data["dropped"]
         warnings.append(f"dropped {n} row{'s' if n != 1 else ''} with missing or non-finite values")

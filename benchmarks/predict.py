@@ -1,0 +1,309 @@
+"""Prediction speed and memory of a 1,000-network BNN: points per second, latency, load time.
+
+For each architecture (``5-20-20-1``, ``5-50-50-50-1``) and dtype (``float64``,
+the default, and ``float32``), a model of 1,000 networks (4 chains x 250
+draws; random weights: speed does not depend on the values) with a log10
+target, so every call computes both the log-space and the original-space
+summaries and the 68 % and 95 % intervals (2,000 noise samples per point).
+
+- ``load_ms``: median wall time of ``load_model`` (the file in the page cache).
+- ``latency_ms``: median wall time of one ``predict`` call for the batch
+  (for ``batch = 1``: the single-point latency, Python overhead included).
+- ``points_per_s``: ``batch / latency``.
+- ``peak_rss_mb``: the process's peak resident memory during the calls of
+  that batch (Linux: ``VmHWM`` after resetting it through ``/proc/self/clear_refs``).
+
+Every batch size is compiled once (an untimed call) before timing. The
+default setting is reduced to fit a shared machine's budget (largest batch
+10^4 for ``5-20-20-1`` and 10^3 for ``5-50-50-50-1``); ``--full`` runs
+10^6 for both. Writes ``benchmarks/results/predict.json`` and ``predict.md``
+(the table is generated from the JSON).
+
+    python benchmarks/predict.py [--full] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import _report
+from model_load import make_model  # the sibling benchmark's model builder (script directory on sys.path)
+from sigmabnn import predict as predict_module
+from sigmabnn.io.model_file import load_model, save_model
+from sigmabnn.model import BNN
+from sigmabnn.predict import predict
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ARCHS = ("5-20-20-1", "5-50-50-50-1")
+GOALS = {"points_per_s_5-20-20-1": 30000.0, "latency_ms_1_point": 0.5, "load_ms": 50.0}
+
+
+def peak_rss_reset() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> float | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def as_dtype(fitted, dtype: str):
+    bnn = fitted.bnn
+    return dataclasses.replace(fitted, bnn=BNN(bnn.mlp, bnn.prior, bnn.likelihood, dtype=dtype))
+
+
+def time_calls(fitted, x: np.ndarray, reps: int, budget_s: float) -> list[float]:
+    predict(fitted, x)  # compile this shape
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < reps and (len(times) < 1 or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        predict(fitted, x)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _median_ms(fn, reps: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def breakdown(fitted, rng: np.random.Generator) -> dict:
+    """Where one chunk's time goes: network forward pass, the whole device part, host sort, XLA sort.
+
+    The chunk is the one ``predict`` uses for large batches; times are medians
+    of 5 calls, in milliseconds per chunk.
+    """
+    n_big = 10**5
+    t_nets = fitted.num_networks
+    s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
+    width = max(fitted.bnn.mlp.widths)
+    c = predict_module._effective_chunk(n_big, 65536, max(t_nets * width, 2 * s, 6 * t_nets))
+    params, prec = predict_module._positions(fitted)
+    z = jax.numpy.asarray(rng.normal(size=(c, 5)), fitted.bnn.jdtype)
+    forward = jax.jit(lambda p, lam, z: predict_module._per_draw(fitted.bnn, p, lam, z, None))
+    fn = predict_module._chunk_fn(fitted.bnn, s, True, False, False)
+    args = (
+        params,
+        prec,
+        z,
+        None,
+        jax.numpy.asarray(fitted.y_transform.mean),
+        jax.numpy.asarray(fitted.y_transform.scale),
+        jax.random.key(0),
+        jax.numpy.arange(c),
+        None,
+    )
+    draws = np.asarray(fn(*args)["draws"])
+    xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
+    on_device = jax.numpy.asarray(draws)
+    return {
+        "chunk_points": c,
+        "noise_samples_per_point": s,
+        "forward_ms": _median_ms(lambda: jax.block_until_ready(forward(params, prec, z))),
+        "device_part_ms": _median_ms(lambda: jax.block_until_ready(fn(*args))),
+        "host_sort_and_quantiles_ms": _median_ms(
+            lambda: predict_module._host_quantiles(draws, (0.025, 0.16, 0.84, 0.975), True)
+        ),
+        "xla_sort_ms": _median_ms(lambda: jax.block_until_ready(xla_sort(on_device))),
+    }
+
+
+def goals(records: list[dict]) -> list[dict]:
+    """The issue's goals against the measurements, per dtype (float64 is the default a user gets)."""
+    out = []
+    for dtype in ("float64", "float32"):
+
+        def rows(arch: str, batch: int | None = None, dtype: str = dtype) -> list[dict]:
+            return [r for r in records if r["arch"] == arch and r["dtype"] == dtype and batch in (None, r["batch"])]
+
+        checks = [
+            (
+                "batched points/s, 5-20-20-1 (best batch)",
+                "points_per_s_5-20-20-1",
+                max(r["points_per_s"] for r in rows("5-20-20-1")),
+                True,
+            ),
+            (
+                "single-point latency ms, 5-20-20-1",
+                "latency_ms_1_point",
+                min(r["latency_ms"] for r in rows("5-20-20-1", 1)),
+                False,
+            ),
+            ("load ms, 5-20-20-1", "load_ms", rows("5-20-20-1")[0]["load_ms"], False),
+            ("load ms, 5-50-50-50-1", "load_ms", rows("5-50-50-50-1")[0]["load_ms"], False),
+        ]
+        for label, key, measured, higher in checks:
+            target = GOALS[key]
+            met = measured >= target if higher else measured <= target
+            out.append({"goal": f"{label}, {dtype}", "target": target, "measured": measured, "met": met})
+    return out
+
+
+def markdown(out: dict) -> str:
+    lines = [
+        "# Prediction speed (generated by `benchmarks/predict.py` from `predict.json`)",
+        "",
+        f"Date {out['date']}, load average at start/end {out['machine']['load_average_1_5_15_at_start']} / "
+        f"{out['machine']['load_average_1_5_15_at_end']} on {out['machine']['cpu_count']} cores "
+        "(a shared machine: absolute numbers are lower bounds).",
+        f"Setting: {out['settings']['description']}",
+        "",
+        "| arch | dtype | batch | points/s | latency ms | load ms | peak RSS MB |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in out["records"]:
+        rss = "" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:.0f}"
+        lines.append(
+            f"| {r['arch']} | {r['dtype']} | {r['batch']:,} | {r['points_per_s']:,.0f} | {r['latency_ms']:.2f} | "
+            f"{r['load_ms']:.1f} | {rss} |"
+        )
+    lines += ["", "## Goals", "", "| goal | target | measured | met |", "|---|---:|---:|---|"]
+    for g in out["goals"]:
+        lines.append(f"| {g['goal']} | {g['target']} | {g['measured']:.4g} | {'yes' if g['met'] else 'no'} |")
+    b = out.get("breakdown")
+    if b:
+        lines += [
+            "",
+            f"## Where the time goes (5-20-20-1, float64, one chunk of {b['chunk_points']} points, "
+            f"{b['noise_samples_per_point']} noise samples per point; ms per chunk)",
+            "",
+            "| network forward pass | whole device part (forward, moments, noise samples) | "
+            "host sort + quantiles | the same sort in XLA |",
+            "|---:|---:|---:|---:|",
+            f"| {b['forward_ms']:.1f} | {b['device_part_ms']:.1f} | {b['host_sort_and_quantiles_ms']:.1f} | "
+            f"{b['xla_sort_ms']:.1f} |",
+            "",
+            f"The forward pass ran at {b['chunk_points'] * 1000 * 40 / b['forward_ms'] / 1e3:.1f} million tanh per "
+            "second (1,000 networks x 40 hidden units per point): with 40,000 tanh per point, 30,000 points/s "
+            f"needs 1,200 million per second, {1.2e9 / (b['chunk_points'] * 1000 * 40 / b['forward_ms'] * 1e3):.0f}x "
+            "this rate, before any noise sampling; the machine's load (above) is part of the gap.",
+        ]
+    lines += ["", *out.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="batches up to 10^6 for both architectures")
+    parser.add_argument("--reps", type=int, default=5, help="timed calls per batch (at most; see --budget)")
+    parser.add_argument("--budget", type=float, default=3.0, help="seconds of timed calls per batch, after one")
+    parser.add_argument("--networks", type=int, default=1000)
+    parser.add_argument("--out", type=Path, default=RESULTS / "predict.json")
+    parser.add_argument(
+        "--render-only", action="store_true", help="recompute the goals and the Markdown from an existing JSON"
+    )
+    args = parser.parse_args(argv)
+    if args.render_only:
+        out = json.loads(args.out.read_text())
+        out["goals"] = goals(out["records"])
+        _report.write(args.out, out, markdown(out))
+        return 0
+
+    load_start = os.getloadavg()
+    largest = {"5-20-20-1": 10**6 if args.full else 10**4, "5-50-50-50-1": 10**6 if args.full else 10**3}
+    rng = np.random.default_rng(0)
+    records = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in ARCHS:
+            for dtype in ("float64", "float32"):
+                path = Path(tmp) / f"{arch}-{dtype}"
+                save_model(as_dtype(make_model(arch, args.networks), dtype), path)
+                load_model(path)  # page cache
+                loads = []
+                for _ in range(20):
+                    t0 = time.perf_counter()
+                    fitted = load_model(path)
+                    loads.append(time.perf_counter() - t0)
+                load_ms = 1e3 * statistics.median(loads)
+                batch = 1
+                while batch <= largest[arch]:
+                    x = rng.normal(size=(batch, 5))
+                    reps = args.reps if batch > 1 else max(args.reps, 50)
+                    tracked = peak_rss_reset()
+                    times = time_calls(fitted, x, reps, args.budget)
+                    lat = statistics.median(times)
+                    rec = {
+                        "arch": arch,
+                        "dtype": dtype,
+                        "batch": batch,
+                        "points_per_s": batch / lat,
+                        "latency_ms": 1e3 * lat,
+                        "latency_ms_min": 1e3 * min(times),
+                        "load_ms": load_ms,
+                        "timed_calls": len(times),
+                        "peak_rss_mb": peak_rss_mb() if tracked else None,
+                    }
+                    records.append(rec)
+                    print(
+                        f"{arch:>13} {dtype} batch {batch:>8,}: {rec['points_per_s']:>10,.0f} points/s, "
+                        f"{rec['latency_ms']:9.2f} ms/call, load {load_ms:.1f} ms, peak RSS {rec['peak_rss_mb']} MB",
+                        flush=True,
+                    )
+                    batch *= 10
+                del fitted
+
+    bd = breakdown(as_dtype(make_model("5-20-20-1", args.networks), "float64"), rng)
+    print(f"breakdown: {bd}", flush=True)
+
+    out = {
+        "records": records,
+        "goals": goals(records),
+        "settings": {
+            "networks": args.networks,
+            "noise_samples_per_point": 2000,
+            "levels": [0.68, 0.95],
+            "log_target": True,
+            "largest_batch": largest,
+            "reps": args.reps,
+            "budget_s": args.budget,
+            "description": (
+                "full run: batches 1..10^6"
+                if args.full
+                else "reduced: batches 1..10^4 (5-20-20-1) and 1..10^3 (5-50-50-50-1); --full for 10^6"
+            ),
+        },
+        "breakdown": bd,
+        "notes": [
+            "Per point, 1,000 5-20-20-1 networks evaluate 40,000 tanh and the intervals need 2,000 noise "
+            "samples (normal draws, a sort) per point and space; the table above splits one chunk's time. "
+            "The quantiles are taken on the host because NumPy's sort is faster than XLA's on CPU (last "
+            "two columns); the device computes the next chunk meanwhile.",
+        ],
+        "machine": _report.machine(load_start),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    _report.write(args.out, out, markdown(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

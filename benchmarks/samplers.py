@@ -1,0 +1,686 @@
+"""NUTS of sigmabnn, NumPyro and BlackJAX on the same posteriors, in one process.
+
+Every sampler gets the same log-density (one JAX function), the same starting
+points, the same number of chains (4, vectorized in one program), warm-up
+iterations, draws and maximum tree depth (sigmabnn ``max_tree_depth``,
+NumPyro ``max_tree_depth``, BlackJAX ``max_num_doublings``), float64, target
+acceptance 0.8 and a diagonal mass matrix adapted in each library's own
+windowed warm-up.
+
+Targets:
+
+- ``bnn-5-20-20-1`` and ``bnn-5-50-50-50-1``: tanh BNNs on chi1 chi1 from the
+  NLO data (``../shared/data/nlo_ewino/ewino_nlo.csv.gz``; the inputs and
+  log10 target of the ``train`` rows standardised, noise precision 100, prior
+  precision 1, as in ``core_gradient.py``), 4 MAP starts shared by all samplers;
+- ``gauss-100``: a 100-dimensional Gaussian with scales ``logspace(-2, 2)``;
+- the six posteriordb posteriors of ``tests/targets/posteriordb.py``
+  (``../shared/data/posteriordb``), started uniformly in ``[-2, 2]`` (Stan's rule).
+
+Measured per run: gradient evaluations (leapfrog steps of warm-up and
+sampling, all chains), wall time including and excluding compilation (the
+seconds JAX reports for tracing, lowering and compiling during the run),
+bulk ESS (ArviZ, rank-normalised, all chains) of the log posterior and of the
+"predictions": for a BNN the network output at 20 inputs, for the other
+targets every coordinate; ``min_ess`` is the minimum over all of them.
+``min_ess_per_s`` and ``grad_evals_per_s`` use the wall time excluding
+compilation; ``min_ess_per_grad`` is independent of the machine's speed.
+
+Default: a reduced setting that fits a shared 2-core machine (see
+``SETTINGS`` and ``--help``); every reduction is written to the JSON and the
+Markdown. ``--full`` is the issue's full setting. Runs are interleaved
+(repetition, target, sampler) and the median over repetitions is reported.
+
+    python benchmarks/samplers.py [--full] [--targets bnn-5-20-20-1,gauss-100] [--reps 1]
+
+Writes ``benchmarks/results/samplers.json`` and ``samplers.md`` (the table is
+generated from the JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import sigmabnn
+from sigmabnn.map import MAPConfig, pretrain_map
+from sigmabnn.mcmc.run import sample
+from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, parse_architecture
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", FutureWarning)
+    import arviz as az
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from tests.targets.posteriordb import NAMES as POSTERIORDB_NAMES  # noqa: E402
+
+import _report  # noqa: E402
+from core_gradient import load_process  # noqa: E402  (same data preparation as the gradient benchmark)
+
+Array = jax.Array
+RESULTS = REPO / "benchmarks" / "results"
+NUM_CHAINS = 4
+NUM_TEST_INPUTS = 20
+POSTERIORDB = POSTERIORDB_NAMES
+SAMPLERS = ("sigmabnn", "numpyro", "blackjax")
+
+#: Per-target settings: reduced default, and the issue's full setting.
+SETTINGS = {
+    "reduced": {
+        "bnn-5-20-20-1": {"rows": 1000, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
+        "bnn-5-50-50-50-1": {"rows": 300, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
+        "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
+        "posteriordb": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
+    },
+    "full": {
+        "bnn-5-20-20-1": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
+        "bnn-5-50-50-50-1": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
+        "gauss-100": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
+        "posteriordb": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
+    },
+}
+
+
+class Problem(NamedTuple):
+    name: str
+    logdensity: Callable  # z [d] -> scalar
+    starts: np.ndarray  # [C, d]
+    functional: Callable | None  # z [d] -> [k] (BNN predictions), None: the coordinates
+    settings: dict[str, Any]
+    logdensity32: Callable | None = None  # the same posterior in float32 (BNN targets), for the float32 lever
+
+
+class Run(NamedTuple):
+    positions: np.ndarray  # [C, S, d]
+    logdensity: np.ndarray  # [C, S]
+    grad_evals: int
+    wall_s: float
+    step_size: float
+    divergences: int
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def bnn_problem(arch: str, settings: dict, data_path: Path, key: Array) -> Problem:
+    x, y = load_process(data_path)
+    test = x[np.linspace(0, x.shape[0] - 1, NUM_TEST_INPUTS).astype(int)]
+    if settings["rows"] is not None and settings["rows"] < x.shape[0]:
+        rows = np.linspace(0, x.shape[0] - 1, settings["rows"]).astype(int)  # an evenly spaced subset
+        x, y = x[rows], y[rows]
+
+    def posterior(dtype: str):
+        bnn = BNN(parse_architecture(arch, "tanh"), GaussianPrior(1.0, 1.0), Gaussian(100.0), dtype=dtype)
+        data = Data(jnp.asarray(x, dtype), jnp.asarray(y, dtype))
+        hyper = bnn.default_hyperparameters()
+        return bnn, data, hyper, lambda z: bnn.log_posterior(z, hyper, data)
+
+    bnn, data, hyper, logdensity = posterior("float64")
+    logdensity32 = posterior("float32")[3]
+    starts, _ = pretrain_map(key, bnn, data, hyper, MAPConfig(num_steps=1000), num_starts=NUM_CHAINS)
+    zt = jnp.asarray(test)
+
+    def functional(z):
+        return bnn.apply(bnn.unflatten(z.astype(jnp.float64)), zt)[:, 0]
+
+    settings = {**settings, "n_rows_used": int(x.shape[0])}
+    return Problem(f"bnn-{arch}", logdensity, np.asarray(starts, np.float64), functional, settings, logdensity32)
+
+
+def gauss_problem(settings: dict, key: Array) -> Problem:
+    scales = jnp.logspace(-2.0, 2.0, 100)
+
+    def logdensity(z):
+        return -0.5 * jnp.sum(jnp.square(z / scales))
+
+    starts = np.asarray(jax.random.normal(key, (NUM_CHAINS, 100)))
+    return Problem("gauss-100", logdensity, starts, None, dict(settings))
+
+
+def posteriordb_problem(name: str, settings: dict, data_dir: Path, key: Array) -> Problem:
+    from tests.targets.posteriordb import load_target
+
+    target = load_target(name, data_dir)
+    starts = np.asarray(jax.random.uniform(key, (NUM_CHAINS, target.dim), minval=-2.0, maxval=2.0))
+    return Problem(name, target.logdensity, starts, None, dict(settings))
+
+
+# --------------------------------------------------------------------------- samplers
+
+
+def run_sigmabnn(key, problem: Problem, num_warmup: int, num_samples: int, max_tree_depth: int, **kw) -> Run:
+    dtype = kw.get("dtype", "float64")
+    logdensity = problem.logdensity32 if dtype == "float32" else problem.logdensity
+    t0 = time.perf_counter()
+    result = sample(
+        key,
+        lambda z, _: logdensity(z),
+        jnp.asarray(problem.starts, dtype),
+        None,
+        kernel="nuts",
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        max_tree_depth=max_tree_depth,
+        dense_mass=kw.get("dense_mass", False),
+        progress=False,
+    )
+    jax.block_until_ready(result.draws.positions)
+    wall = time.perf_counter() - t0
+    steps = int(np.sum(result.warmup_info.num_integration_steps)) + int(np.sum(result.info.num_integration_steps))
+    return Run(
+        np.asarray(result.draws.positions, np.float64),
+        np.asarray(result.info.logdensity, np.float64),
+        steps,
+        wall,
+        float(np.median(np.asarray(result.adapted.step_size))),
+        int(np.sum(np.asarray(result.info.is_divergent))),
+    )
+
+
+def run_numpyro(key, problem: Problem, num_warmup: int, num_samples: int, max_tree_depth: int, **kw) -> Run:
+    from numpyro.infer import MCMC, NUTS
+
+    kernel = NUTS(potential_fn=lambda z: -problem.logdensity(z), target_accept_prob=0.8, max_tree_depth=max_tree_depth)
+    mcmc = MCMC(
+        kernel,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=NUM_CHAINS,
+        chain_method="vectorized",
+        progress_bar=False,
+    )
+    t0 = time.perf_counter()
+    mcmc.warmup(key, init_params=jnp.asarray(problem.starts), extra_fields=("num_steps",), collect_warmup=True)
+    warm_steps = int(np.sum(np.asarray(mcmc.get_extra_fields()["num_steps"])))
+    mcmc.run(mcmc.post_warmup_state.rng_key, extra_fields=("num_steps", "potential_energy", "diverging"))
+    positions = np.asarray(mcmc.get_samples(group_by_chain=True), np.float64)
+    wall = time.perf_counter() - t0
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    steps = warm_steps + int(np.sum(np.asarray(extra["num_steps"])))
+    step_size = float(np.median(np.asarray(mcmc.last_state.adapt_state.step_size)))
+    return Run(
+        positions,
+        -np.asarray(extra["potential_energy"], np.float64),
+        steps,
+        wall,
+        step_size,
+        int(np.sum(np.asarray(extra["diverging"]))),
+    )
+
+
+def run_blackjax(key, problem: Problem, num_warmup: int, num_samples: int, max_tree_depth: int, **kw) -> Run:
+    import blackjax
+
+    logdensity = problem.logdensity
+    warmup = blackjax.window_adaptation(blackjax.nuts, logdensity, max_num_doublings=max_tree_depth)
+
+    def one_chain(key, start):
+        key_warm, key_sample = jax.random.split(key)
+        (state, params), info = warmup.run(key_warm, start, num_warmup)
+        nuts = blackjax.nuts(logdensity, **params)  # params carry max_num_doublings
+
+        def step(st, k):
+            st, inf = nuts.step(k, st)
+            return st, (st.position, st.logdensity, inf.num_integration_steps, inf.is_divergent)
+
+        _, (pos, ld, steps, div) = jax.lax.scan(step, state, jax.random.split(key_sample, num_samples))
+        warm_steps = jnp.sum(info.info.num_integration_steps)
+        return pos, ld, warm_steps + jnp.sum(steps), params["step_size"], jnp.sum(div)
+
+    t0 = time.perf_counter()
+    out = jax.jit(jax.vmap(one_chain))(jax.random.split(key, NUM_CHAINS), jnp.asarray(problem.starts))
+    pos, ld, steps, step_size, div = jax.block_until_ready(out)
+    wall = time.perf_counter() - t0
+    return Run(
+        np.asarray(pos, np.float64),
+        np.asarray(ld, np.float64),
+        int(np.sum(steps)),
+        wall,
+        float(np.median(np.asarray(step_size))),
+        int(np.sum(div)),
+    )
+
+
+RUNNERS = {
+    "sigmabnn": (run_sigmabnn, {}),
+    "numpyro": (run_numpyro, {}),
+    "blackjax": (run_blackjax, {}),
+    # levers: sigmabnn variants measured beside the default
+    "sigmabnn+dense": (run_sigmabnn, {"dense_mass": True}),
+    "sigmabnn+float32": (run_sigmabnn, {"dtype": "float32"}),
+}
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def min_bulk_ess(values: np.ndarray) -> float:
+    """Minimum bulk ESS over the trailing elements of ``values`` ``[C, S, k]`` (constant elements skipped)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = az.convert_to_dataset({"v": values})
+        ess = np.asarray(az.ess(ds, method="bulk")["v"].values, np.float64).ravel()
+    ess = ess[np.isfinite(ess)]
+    return float(ess.min()) if ess.size else float("nan")
+
+
+def measure(problem: Problem, sampler: str, key, timer: CompileTimer) -> dict[str, Any]:
+    fn, kw = RUNNERS[sampler]
+    s = problem.settings
+    with timer:
+        run = fn(key, problem, s["num_warmup"], s["num_samples"], s["max_tree_depth"], **kw)
+    compile_s = min(timer.seconds, run.wall_s)
+    if problem.functional is not None:
+        c, n, d = run.positions.shape
+        f = jax.jit(jax.vmap(problem.functional))(jnp.asarray(run.positions.reshape(c * n, d)))
+        pred = np.asarray(f, np.float64).reshape(c, n, -1)
+    else:
+        pred = run.positions
+    ess_pred = min_bulk_ess(pred)
+    ess_lp = min_bulk_ess(run.logdensity[:, :, None])
+    min_ess = min(ess_pred, ess_lp)
+    compute_s = max(run.wall_s - compile_s, 1e-9)
+    return {
+        "sampler": sampler,
+        "target": problem.name,
+        "grad_evals": run.grad_evals,
+        "grad_evals_per_s": run.grad_evals / compute_s,
+        "min_ess": min_ess,
+        "min_ess_predictions": ess_pred,
+        "ess_log_posterior": ess_lp,
+        "min_ess_per_s": min_ess / compute_s,
+        "min_ess_per_s_incl_compile": min_ess / run.wall_s,
+        "min_ess_per_grad": min_ess / run.grad_evals,
+        "wall_s": run.wall_s,
+        "compile_s": compile_s,
+        "step_size": run.step_size,
+        "mean_steps_per_draw": run.grad_evals / (NUM_CHAINS * (s["num_warmup"] + s["num_samples"])),
+        "divergences": run.divergences,
+    }
+
+
+class CompileTimer:
+    """Seconds JAX spends tracing, lowering and compiling while active.
+
+    From JAX's monitoring time spans of those three phases; nested spans
+    (a jitted function traced inside another) are merged, so no time is
+    counted twice.
+    """
+
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self.active = False
+        jax.monitoring.register_event_time_span_listener(self._listen)
+
+    def _listen(self, event: str, start: float, end: float, **_: Any) -> None:
+        if self.active and event in self.EVENTS:
+            self.spans.append((start, end))
+
+    @property
+    def seconds(self) -> float:
+        total, cur_start, cur_end = 0.0, None, None
+        for start, end in sorted(self.spans):
+            if cur_end is None or start > cur_end:
+                if cur_end is not None:
+                    total += cur_end - cur_start
+                cur_start, cur_end = start, end
+            else:
+                cur_end = max(cur_end, end)
+        if cur_end is not None:
+            total += cur_end - cur_start
+        return total
+
+    def __enter__(self) -> CompileTimer:
+        self.spans, self.active = [], True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.active = False
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _median_records(records: list[dict]) -> list[dict]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["target"], r["sampler"]), []).append(r)
+    out = []
+    for (target, sampler), rs in groups.items():
+        m = {"sampler": sampler, "target": target, "reps": len(rs)}
+        for k in rs[0]:
+            if k not in m and isinstance(rs[0][k], int | float):
+                m[k] = statistics.median(r[k] for r in rs)
+        out.append(m)
+    return out
+
+
+def goals(summary: list[dict]) -> list[dict]:
+    by = {(r["target"], r["sampler"]): r for r in summary}
+    out = []
+    for target in sorted({r["target"] for r in summary}):
+        ours = by.get((target, "sigmabnn"))
+        peers = [by[(target, p)] for p in ("numpyro", "blackjax") if (target, p) in by]
+        if ours is None or not peers:
+            continue
+        best = max(peers, key=lambda r: r["min_ess_per_s"])
+        need = 2.0 if target.startswith("bnn") else 1.0
+        ratio = ours["min_ess_per_s"] / best["min_ess_per_s"] if best["min_ess_per_s"] > 0 else float("inf")
+        out.append(
+            {
+                "goal": f"{target}: min ESS/s vs the better peer ({best['sampler']})",
+                "target_ratio": need,
+                "ratio": ratio,
+                "met": ratio >= need,
+            }
+        )
+        if target.startswith("bnn") and (target, "numpyro") in by:
+            g = ours["grad_evals_per_s"] / by[(target, "numpyro")]["grad_evals_per_s"]
+            out.append(
+                {
+                    "goal": f"{target}: gradient evaluations/s vs NumPyro (vectorized, 4 chains)",
+                    "target_ratio": 2.0,
+                    "ratio": g,
+                    "met": g >= 2.0,
+                }
+            )
+        lever = by.get((target, "sigmabnn+float32"))
+        if lever is not None:  # the float32 lever against the peers in float64 (stated in the goal's name)
+            r = lever["min_ess_per_s"] / best["min_ess_per_s"]
+            out.append(
+                {
+                    "goal": f"{target}: min ESS/s of sigmabnn+float32 vs the better peer in float64 "
+                    f"({best['sampler']})",
+                    "target_ratio": need,
+                    "ratio": r,
+                    "met": r >= need,
+                }
+            )
+            if (target, "numpyro") in by:
+                g = lever["grad_evals_per_s"] / by[(target, "numpyro")]["grad_evals_per_s"]
+                out.append(
+                    {
+                        "goal": f"{target}: gradient evaluations/s of sigmabnn+float32 vs NumPyro in float64",
+                        "target_ratio": 2.0,
+                        "ratio": g,
+                        "met": g >= 2.0,
+                    }
+                )
+    return out
+
+
+def markdown(out: dict) -> str:
+    m = out["machine"]
+    lines = [
+        "# NUTS: sigmabnn vs NumPyro vs BlackJAX (generated by `benchmarks/samplers.py` from `samplers.json`)",
+        "",
+        f"Date {out['date']}; load average at start/end {m['load_average_1_5_15_at_start']} / "
+        f"{m['load_average_1_5_15_at_end']} on {m['cpu_count']} cores (shared machine); "
+        f"jax {m['jax']}, numpyro {m['numpyro']}, blackjax {m['blackjax']}, sigmabnn {m['sigmabnn']}.",
+        "",
+        ("" if out.get("complete", True) else "**Partial run: not every planned target/sampler finished.** ")
+        + f"Setting: **{out['mode']}**, {NUM_CHAINS} chains, repetitions per target: see `reps`. "
+        "Per target (identical for every sampler):",
+        "",
+        "| target | rows used | warm-up | draws | max tree depth |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for target, s in out["settings"].items():
+        rows = s.get("n_rows_used", "") if s.get("rows") is not None else (s.get("n_rows_used") or "all")
+        lines.append(f"| {target} | {rows} | {s['num_warmup']} | {s['num_samples']} | {s['max_tree_depth']} |")
+    lines += [
+        "",
+        "`min_ess` = minimum bulk ESS over the log posterior and the predictions (BNN: network output at 20 "
+        "inputs; other targets: every coordinate). Rates exclude compilation (JAX's own trace/lower/compile "
+        "timings, summed during the run); `wall_s` includes it. Medians over repetitions.",
+        "",
+        "| target | sampler | grad evals/s | min ESS/s | min ESS/grad | min ESS | ESS log post. | wall s | "
+        "compile s | step size | steps/iter | divergences | reps |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in sorted(out["summary"], key=lambda r: (r["target"], r["sampler"])):
+        lines.append(
+            f"| {r['target']} | {r['sampler']} | {r['grad_evals_per_s']:,.0f} | {r['min_ess_per_s']:.3g} | "
+            f"{r['min_ess_per_grad']:.3g} | {r['min_ess']:.0f} | {r['ess_log_posterior']:.0f} | {r['wall_s']:.1f} | "
+            f"{r['compile_s']:.1f} | {r['step_size']:.3g} | {r['mean_steps_per_draw']:.1f} | "
+            f"{r['divergences']:.0f} | {r['reps']} |"
+        )
+    lines += ["", "## Goals", "", "| goal | needed | measured ratio | met |", "|---|---:|---:|---|"]
+    for g in out["goals"]:
+        lines.append(f"| {g['goal']} | {g['target_ratio']:g}x | {g['ratio']:.2f}x | {'yes' if g['met'] else 'no'} |")
+    by = {(r["target"], r["sampler"]): r for r in out["summary"]}
+    lines += [
+        "",
+        "## What limits it",
+        "",
+        "sigmabnn's gradient evaluations per second and min ESS per gradient relative to NumPyro's, per target "
+        "(the same log-density: a lower rate is per-step overhead of the sampler, a lower ESS/grad is "
+        "adaptation or trajectory length):",
+        "",
+        "| target | grad evals/s ratio | min ESS/grad ratio | min ESS/s ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    for target in sorted({t for t, _ in by}):
+        a, b = by.get((target, "sigmabnn")), by.get((target, "numpyro"))
+        if a and b:
+            lines.append(
+                f"| {target} | {a['grad_evals_per_s'] / b['grad_evals_per_s']:.2f} | "
+                f"{a['min_ess_per_grad'] / b['min_ess_per_grad']:.2f} | {a['min_ess_per_s'] / b['min_ess_per_s']:.2f} |"
+            )
+    lines += ["", "## Levers", ""]
+    lines += [f"- {n}" for n in out["levers"]]
+    lines += ["", "## Notes", ""]
+    lines += [f"- {n}" for n in out["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def lever_lines(summary: list[dict]) -> list[str]:
+    by = {(r["target"], r["sampler"]): r for r in summary}
+    out = []
+    for (target, sampler), r in sorted(by.items()):
+        if "+" not in sampler or (target, "sigmabnn") not in by:
+            continue
+        base = by[(target, "sigmabnn")]
+        out.append(
+            f"{sampler} on {target}: min ESS/s x{r['min_ess_per_s'] / base['min_ess_per_s']:.2f}, "
+            f"min ESS/grad x{r['min_ess_per_grad'] / base['min_ess_per_grad']:.2f}, "
+            f"grad evals/s x{r['grad_evals_per_s'] / base['grad_evals_per_s']:.2f} relative to sigmabnn's default"
+        )
+    return out
+
+
+def merge(paths: list[Path], out_path: Path) -> int:
+    """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    records = [r for part in parts for r in part["records"]]
+    summary = _median_records(records)
+    out = {
+        **parts[0],
+        "mode": "; ".join(dict.fromkeys(part["mode"] for part in parts)),
+        "complete": all(part.get("complete", True) for part in parts),
+        "records": records,
+        "summary": summary,
+        "goals": goals(summary),
+        "levers": lever_lines(summary),
+        "settings": {k: v for part in parts for k, v in part["settings"].items()},
+        "notes": list(
+            dict.fromkeys(
+                [n for part in parts for n in part["notes"]]
+                + [
+                    f"Merged from {len(parts)} runs of this script (one process each, run side by side on the same "
+                    "machine): "
+                    + ", ".join(
+                        f"{p.name} ({part['date']}, targets {', '.join(part['settings'])})"
+                        for p, part in zip(paths, parts)
+                    )
+                ]
+            )
+        ),
+        "machine": {**parts[0]["machine"], "runs": [part["machine"] for part in parts]},
+    }
+    _report.write(out_path, out, markdown(out))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the issue's full setting (hours)")
+    parser.add_argument("--targets", default=None, help="comma-separated subset of targets (default: all)")
+    parser.add_argument("--samplers", default=",".join(SAMPLERS), help=f"from {', '.join(RUNNERS)}")
+    parser.add_argument(
+        "--levers",
+        default="sigmabnn+float32:bnn-,sigmabnn+dense:eight_schools,sigmabnn+dense:diamonds",
+        help="sigmabnn variants run beside the default, as sampler:target-prefix pairs",
+    )
+    parser.add_argument("--reps", type=int, default=1, help="repetitions of the BNN targets (interleaved)")
+    parser.add_argument("--cheap-reps", type=int, default=1, help="repetitions of the other targets")
+    parser.add_argument("--shared", type=Path, default=Path(os.environ.get("SIGMABNN_SHARED", REPO.parent / "shared")))
+    parser.add_argument("--out", type=Path, default=RESULTS / "samplers.json")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num-warmup", type=int, help="override the warm-up length of every target")
+    parser.add_argument("--num-samples", type=int, help="override the draws of every target")
+    parser.add_argument("--max-tree-depth", type=int, help="override the maximum tree depth of every target")
+    parser.add_argument("--rows", type=int, help="override the BNN training-row subset")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="combine the records of these result files (e.g. targets run in separate processes) into --out",
+    )
+    args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out)
+
+    import blackjax
+    import numpyro
+
+    numpyro.enable_x64()
+    mode = "full" if args.full else "reduced"
+    overrides = {
+        k: getattr(args, k) for k in ("num_warmup", "num_samples", "max_tree_depth", "rows") if getattr(args, k)
+    }
+    if overrides:
+        mode += " with overrides " + ", ".join(f"{k}={v}" for k, v in overrides.items())
+    table = {
+        t: {**s, **{k: v for k, v in overrides.items() if k != "rows" or t.startswith("bnn")}}
+        for t, s in SETTINGS["full" if args.full else "reduced"].items()
+    }
+    data_dir = args.shared / "data"
+    nlo = data_dir / "nlo_ewino" / "ewino_nlo.csv.gz"
+    names = ["gauss-100", "bnn-5-20-20-1", *POSTERIORDB, "bnn-5-50-50-50-1"]
+    if args.targets:
+        wanted = args.targets.split(",")
+        names = [n for n in names if n in wanted]
+    load_start = os.getloadavg()
+    key = jax.random.key(args.seed)
+
+    def build(i: int, name: str) -> Problem | None:
+        """The problem ``name``, built when first needed (MAP starts for a BNN take a while)."""
+        k = jax.random.fold_in(key, i)
+        if name.startswith("bnn-"):
+            if not nlo.is_file():
+                print(f"skipping {name}: {nlo} not found", file=sys.stderr)
+                return None
+            return bnn_problem(name[4:], table[name], nlo, k)
+        if name == "gauss-100":
+            return gauss_problem(table[name], k)
+        if not (data_dir / "posteriordb").is_dir():
+            print(f"skipping {name}: {data_dir / 'posteriordb'} not found", file=sys.stderr)
+            return None
+        return posteriordb_problem(name, table["posteriordb"], data_dir, k)
+
+    built: dict[str, Problem | None] = {}
+    problems: list[Problem] = []  # those built so far, in order
+    samplers = args.samplers.split(",")
+    levers = [tuple(x.split(":")) for x in args.levers.split(",") if x]
+
+    def plan(problem: Problem) -> list[str]:
+        extra = [s for s, prefix in levers if problem.name.startswith(prefix)]
+        return samplers + [s for s in extra if s not in samplers]
+
+    def write_results(records: list[dict], complete: bool) -> None:
+        summary = _median_records(records)
+        out = {
+            "mode": mode,
+            "records": records,
+            "summary": summary,
+            "goals": goals(summary),
+            "settings": {p.name: p.settings for p in problems},
+            "levers": lever_lines(summary),
+            "notes": [
+                "All samplers evaluate the same jitted JAX log-density, so gradient cost per evaluation is the same "
+                "function; differences in gradient evaluations per second come from each library's per-step "
+                "overhead (tree building, vectorization over chains) and compilation.",
+                "Reduced setting (the default): BNN posteriors on an evenly spaced subset of the training rows "
+                "with a capped tree depth, few warm-up iterations and draws, one repetition; ESS from 4 x 100 draws "
+                "has a relative error of tens of percent, so ratios near 1 are ties. Run with --full for the "
+                "issue's setting.",
+                "Under a capped tree depth, trajectories that would be longer are cut identically for every "
+                "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
+                "matrix in few iterations.",
+            ],
+            "machine": _report.machine(
+                load_start, numpyro=numpyro.__version__, blackjax=blackjax.__version__, sigmabnn=sigmabnn.__version__
+            ),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        out["complete"] = complete
+        _report.write(args.out, out, markdown(out))
+
+    timer = CompileTimer()
+    records: list[dict] = []
+    max_reps = max(args.reps, args.cheap_reps)
+    for rep in range(max_reps):
+        for p_index, name in enumerate(names):
+            reps = args.reps if name.startswith("bnn-") else args.cheap_reps
+            if rep >= reps:
+                continue
+            if name not in built:
+                built[name] = build(p_index, name)
+                if built[name] is not None:
+                    problems.append(built[name])
+            problem = built[name]
+            if problem is None:
+                continue
+            order = plan(problem)
+            order = order[rep % len(order) :] + order[: rep % len(order)]  # rotate: no fixed first runner
+            for sampler in order:
+                k = jax.random.fold_in(jax.random.fold_in(key, 1000 + p_index), rep)
+                rec = measure(problem, sampler, k, timer)
+                rec["rep"] = rep
+                records.append(rec)
+                print(
+                    f"[{rep}] {problem.name:>40s} {sampler:>15s}: {rec['grad_evals_per_s']:9,.0f} grads/s, "
+                    f"min ESS {rec['min_ess']:7.1f}, {rec['min_ess_per_s']:8.3g} ESS/s, "
+                    f"{rec['min_ess_per_grad']:.3g} ESS/grad, wall {rec['wall_s']:.1f} s",
+                    flush=True,
+                )
+                write_results(records, complete=False)  # a partial result survives a time-out
+    write_results(records, complete=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
