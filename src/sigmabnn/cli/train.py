@@ -16,7 +16,7 @@ DESCRIPTION = (
     "learned from the data."
 )
 
-METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
+METHODS = ("nuts", "hmc", "mh", "bbb", "flipout", "ensemble")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--method",
         choices=METHODS,
         default="nuts",
-        help="nuts, hmc, mh (MCMC) or bbb, flipout (variational; --chains/--warmup ignored); default nuts",
+        help="nuts, hmc, mh (MCMC), bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
+        "variance; --chains/--warmup ignored by the last three); default nuts",
     )
     sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")
     sampler.add_argument(
@@ -148,7 +149,12 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
     timings = report.get("timings", {})
     phases = [
         f"{label} {common.format_seconds(timings[key])}"
-        for key, label in (("map_seconds", "MAP"), ("sample_seconds", "sampling"), ("vi_seconds", "VI"))
+        for key, label in (
+            ("map_seconds", "MAP"),
+            ("sample_seconds", "sampling"),
+            ("vi_seconds", "VI"),
+            ("ensemble_seconds", "ensemble"),
+        )
         if key in timings
     ]
     print(
