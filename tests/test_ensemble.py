@@ -105,7 +105,7 @@ def test_members_are_independent_and_reproducible():
     data = Data(x, (x[:, :1] ** 2) + 0.1 * rng.standard_normal((50, 1)))
     mlp = with_variance_head(parse_architecture("2-6-1"))
     bnn = BNN(mlp, likelihood=HeteroscedasticGaussian())
-    config = EnsembleConfig(num_members=3, num_steps=100)
+    config = EnsembleConfig.from_options(num_members=3, num_steps=100)
     draws, info = fit_ensemble(jax.random.key(0), bnn, data, config)
     again, _ = fit_ensemble(jax.random.key(0), bnn, data, config)
     pos = np.asarray(draws.positions)
@@ -121,6 +121,8 @@ def test_ensemble_needs_a_variance_head():
     data = Data(np.zeros((5, 2)), np.zeros((5, 1)))
     with pytest.raises(ValueError, match="heteroscedastic"):
         fit_ensemble(jax.random.key(0), bnn, data)
+    with pytest.raises(ValueError, match="unknown ensemble option 'num_chains'"):
+        EnsembleConfig.from_options(num_chains=4)
     with pytest.raises(InputError, match="learns its noise"):
         fit(toy_table(30, 0), "y", ["x"], method="ensemble", noise_precision=10.0, progress=False)
 

@@ -192,7 +192,8 @@ def fit(
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
-            :class:`sigmabnn.ensemble.EnsembleConfig` (e.g. ``num_members``).
+            :class:`sigmabnn.ensemble.EnsembleConfig` (``num_members`` and the
+            :class:`sigmabnn.map.MAPConfig` fields, e.g. ``num_steps``).
 
     Returns:
         ``(fitted, report)``: the :class:`~sigmabnn.fitted.FittedModel` and a
@@ -341,17 +342,15 @@ def fit(
     elif method in ENSEMBLE_METHODS:
         from sigmabnn.ensemble import EnsembleConfig, fit_ensemble, training_summary
 
-        config = _replace_config(EnsembleConfig(), method_options, "ensemble")
         try:
+            config = EnsembleConfig.from_options(**method_options)
             draws, info = fit_ensemble(key, bnn, train_data, config, val_data=val_data)
         except ValueError as err:
             raise InputError(" ".join(str(err).split())) from None
         draws = jax.device_get(draws)
         sampler = training_summary(info)
         timings = {"ensemble_seconds": float(info.seconds)}
-        settings.update(
-            {k: v for k, v in config._asdict().items() if isinstance(v, int | float | str | bool | type(None))}
-        )
+        settings.update(config.flat())
     else:
         from sigmabnn.vi import VIConfig, fit_vi
 

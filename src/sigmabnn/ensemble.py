@@ -53,37 +53,31 @@ class EnsembleConfig(NamedTuple):
 
     Attributes:
         num_members: networks in the ensemble (``M``; the paper uses 5).
-        learning_rate: Adam step size.
-        num_steps: maximal optimiser steps per member.
-        num_epochs: if set, overrides ``num_steps`` with ``num_epochs * (n // batch_size)``.
-        batch_size: minibatch size; ``None`` (or ``>= n``) is full batch.
-        patience: stop a member after this many steps without improvement of
-            its monitored loss (validation NLL per point when validation data
-            are given, else the training objective); ``None`` never stops early.
-        eval_every: steps between checks of the monitored loss.
-        init: ``"glorot"`` or ``"prior"`` initial weights (see :class:`~sigmabnn.map.MAPConfig`).
+        training: how each member is trained (:class:`~sigmabnn.map.MAPConfig`:
+            Adam step size, steps or epochs, minibatch size, early-stopping
+            patience on the monitored loss, initialisation).
     """
 
     num_members: int = 5
-    learning_rate: float = 1e-2
-    num_steps: int = 2000
-    num_epochs: int | None = None
-    batch_size: int | None = None
-    patience: int | None = 200
-    eval_every: int = 50
-    init: str = "glorot"
+    training: MAPConfig = MAPConfig()
 
-    def map_config(self) -> MAPConfig:
-        """The :class:`~sigmabnn.map.MAPConfig` each member is trained with."""
-        return MAPConfig(
-            learning_rate=float(self.learning_rate),
-            num_steps=int(self.num_steps),
-            num_epochs=None if self.num_epochs is None else int(self.num_epochs),
-            batch_size=None if self.batch_size is None else int(self.batch_size),
-            patience=None if self.patience is None else int(self.patience),
-            eval_every=int(self.eval_every),
-            init=self.init,
-        )
+    @classmethod
+    def from_options(cls, **options: object) -> EnsembleConfig:
+        """A config from flat options: ``num_members`` and any :class:`~sigmabnn.map.MAPConfig` field.
+
+        ``EnsembleConfig.from_options(num_members=5, num_steps=500, batch_size=128)``.
+        Raises ``ValueError`` naming an unknown option.
+        """
+        unknown = sorted(set(options) - {"num_members"} - set(MAPConfig._fields))
+        if unknown:
+            valid = ", ".join(("num_members", *MAPConfig._fields))
+            raise ValueError(f"unknown ensemble option {unknown[0]!r}; valid: {valid}")
+        training = MAPConfig()._replace(**{k: v for k, v in options.items() if k != "num_members"})
+        return cls(num_members=int(options.get("num_members", 5)), training=training)
+
+    def flat(self) -> dict[str, object]:
+        """``num_members`` and the training settings as one flat dict (for reports and model files)."""
+        return {"num_members": int(self.num_members), **self.training._asdict()}
 
 
 class EnsembleInfo(NamedTuple):
@@ -150,7 +144,7 @@ def fit_ensemble(
     hyper = bnn.default_hyperparameters()
     m = int(config.num_members)
     t0 = time.perf_counter()
-    positions, map_info = pretrain_map(rng_key, bnn, data, hyper, config.map_config(), val_data, num_starts=m)
+    positions, map_info = pretrain_map(rng_key, bnn, data, hyper, config.training, val_data, num_starts=m)
     positions = jax.block_until_ready(positions)
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))
