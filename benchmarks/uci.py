@@ -441,8 +441,9 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     n_red_protein = REDUCED_SPLITS["protein-tertiary-structure"]
     lines = [
         "Median seconds per split (fit + test scoring, JIT compilation included): wall time as measured on a "
-        "machine shared with other jobs (see the load averages under Runs), and the process's CPU time, which on "
-        "an idle 2-core machine bounds the wall time from above (no parallel speed-up assumed). The reduced run "
+        "machine shared with other jobs (see the load averages under Runs), and the process's CPU time (all "
+        "threads), our estimate of the wall time on an idle machine (no parallel speed-up assumed; contention "
+        "also inflates CPU time somewhat, so it errs high). The reduced run "
         f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) are **extrapolations**: "
         "median per split x splits. Cells without a measurement are left out of the sums and listed below.",
         "",
@@ -464,7 +465,8 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
             totals["wall_reduced"] += wall[key] * REDUCED_SPLITS[name]
             totals["cpu_full"] += cpu[key] * (5 if name == "protein-tertiary-structure" else 20)
         totals["cpu_reduced"] += reduced
-        cells.append(f"{reduced:.0f}")
+        complete = all((name, m) in wall for m in METHODS)
+        cells.append(f"{reduced:.0f}" if complete else f"{reduced:.0f} (incomplete)" if reduced else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
