@@ -72,6 +72,18 @@ METHODS = ("nuts", "bbb", "ensemble")
 REDUCED_SPLITS = {name: 5 for name in DATASETS} | {"protein-tertiary-structure": 2}
 #: Budget of the reduced run on an idle machine (minutes).
 REDUCED_BUDGET_MINUTES = 60.0
+#: Training rows, features and hidden units per data set (the data README's table), for scaled time estimates.
+SIZES = {
+    "bostonHousing": (455, 13, 50),
+    "energy": (691, 8, 50),
+    "wine-quality-red": (1439, 11, 50),
+    "kin8nm": (7373, 8, 50),
+    "naval-propulsion-plant": (10741, 16, 50),
+    "power-plant": (8611, 4, 50),
+    "protein-tertiary-structure": (41157, 9, 100),
+}
+#: Training-set sizes up to which method_options uses its small and medium settings.
+SIZE_CLASSES = (2000, 12000)
 #: Fraction of the training rows the ensemble holds out to choose its number of steps.
 HOLDOUT_FRACTION = 0.1
 
@@ -161,10 +173,10 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
     arch = f"{num_features}-{n_hidden}-1"
     common = {"architecture": arch, "activation": "tanh", "progress": False}
     if method == "nuts":
-        if n_train <= 2000:
+        if n_train <= SIZE_CLASSES[0]:
             chains, warmup, samples, depth = 4, 300, 100, 6
             map_config = MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200)
-        elif n_train <= 12000:
+        elif n_train <= SIZE_CLASSES[1]:
             chains, warmup, samples, depth = 3, 100, 30, 4
             map_config = MAPConfig(learning_rate=1e-2, num_steps=500, patience=200)
         else:
@@ -181,7 +193,7 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             "map": map_config,
         }
     if method == "bbb":
-        batch = None if n_train <= 2000 else 512
+        batch = None if n_train <= SIZE_CLASSES[0] else 512
         return common | {
             "method": "bbb",
             "num_steps": 4000,
@@ -194,7 +206,7 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
         }
     if method == "ensemble":
         # the step budget is an upper bound: run_split early-stops on held-out rows, then refits
-        batch = None if n_train <= 2000 else 256
+        batch = None if n_train <= SIZE_CLASSES[0] else 256
         return common | {
             "method": "ensemble",
             "num_members": 5,
@@ -432,6 +444,29 @@ def _loads(v: list[float]) -> str:
     return "/".join(f"{x:.1f}" for x in v)
 
 
+def _size_class(name: str) -> int:
+    return sum(SIZES[name][0] > bound for bound in SIZE_CLASSES)
+
+
+def _cost(name: str) -> float:
+    """Relative cost of one gradient over the training set: ``n * hidden * (features + 3)``."""
+    n, p, h = SIZES[name]
+    return float(n * h * (p + 3))
+
+
+def scaled_estimate(cpu: dict[tuple[str, str], float], name: str, method: str) -> tuple[float, str] | None:
+    """CPU seconds per split of an unmeasured cell, scaled from the largest measured data set with the same settings.
+
+    ``cpu_ref * cost(name) / cost(ref)`` (:func:`_cost`); ``None`` when no data set of the same size class
+    (same method settings) was measured.
+    """
+    refs = [d for (d, m) in cpu if m == method and d in SIZES and _size_class(d) == _size_class(name)]
+    if not refs:
+        return None
+    ref = max(refs, key=lambda d: SIZES[d][0])
+    return cpu[(ref, method)] * _cost(name) / _cost(ref), ref
+
+
 def timing_lines(doc: dict[str, Any]) -> list[str]:
     """Measured seconds per split and the extrapolated reduced and full runs (labelled as such)."""
     rows = doc["results"]
@@ -445,20 +480,27 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
         "threads), our estimate of the wall time on an idle machine (no parallel speed-up assumed; contention "
         "also inflates CPU time somewhat, so it errs high). The reduced run "
         f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) are **extrapolations**: "
-        "median per split x splits. Cells without a measurement are left out of the sums and listed below.",
+        "median per split x splits. A cell not measured is, where possible, a *scaled estimate* (marked ~): the "
+        "CPU time of the largest measured data set with the same settings times the ratio of "
+        "`n_train x hidden x (features + 3)`; these enter only the second total.",
         "",
         "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in METHODS) + " | reduced run CPU s |",
         "|---|" + "---|" * (len(METHODS) + 1),
     ]
-    totals = {"wall_reduced": 0.0, "cpu_reduced": 0.0, "cpu_full": 0.0}
+    totals = {"wall_reduced": 0.0, "cpu_reduced": 0.0, "cpu_full": 0.0, "scaled_reduced": 0.0}
     missing = []
     for name in DATASETS:
         cells, reduced = [name], 0.0
         for method in METHODS:
             key = (name, method)
             if key not in wall:
-                cells.append("not run")
-                missing.append(f"{name}/{method}")
+                est = scaled_estimate(cpu, name, method) if name in SIZES else None
+                if est is None:
+                    cells.append("not run")
+                    missing.append(f"{name}/{method}")
+                else:
+                    cells.append(f"not run, ~{est[0]:.0f} (from {est[1]})")
+                    totals["scaled_reduced"] += est[0] * REDUCED_SPLITS[name]
                 continue
             cells.append(f"{wall[key]:.0f} / {cpu[key]:.0f}")
             reduced += cpu[key] * REDUCED_SPLITS[name]
@@ -472,8 +514,10 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
         "",
         f"Extrapolated reduced run: {totals['cpu_reduced'] / 60:.1f} min of CPU time (idle-machine estimate; "
         f"budget {REDUCED_BUDGET_MINUTES:.0f} min), {totals['wall_reduced'] / 60:.1f} min at the measured wall "
-        f"times; extrapolated full run: {totals['cpu_full'] / 60:.1f} min of CPU time"
-        + (f". Not measured, so not in the sums: {', '.join(missing)}." if missing else "."),
+        f"times; extrapolated full run: {totals['cpu_full'] / 60:.1f} min of CPU time. Including the scaled "
+        f"estimates (~) of unmeasured cells, the reduced run would take "
+        f"{(totals['cpu_reduced'] + totals['scaled_reduced']) / 60:.1f} min of CPU time"
+        + (f"; with no estimate at all: {', '.join(missing)}." if missing else "."),
     ]
     return lines
 
