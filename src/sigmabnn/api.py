@@ -14,7 +14,10 @@
    precision 1.0 on every kernel and bias entry, a unit-scale prior that
    matches standardised inputs and targets;
 5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"mh"``,
-   or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``;
+   or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``; or train a
+   deep ensemble, :func:`sigmabnn.ensemble.fit_ensemble` for ``"ensemble"``
+   (the likelihood then has a learned variance head: the architecture's last
+   width is widened to a mean and a std output per target);
 6. bundle everything in a :class:`~sigmabnn.fitted.FittedModel`, with a
    diagnostics summary (acceptance, divergences, step sizes, function-space
    R-hat/ESS, timings) and metrics on the training and validation rows.
@@ -43,11 +46,12 @@ import numpy as np
 
 from sigmabnn.errors import InputError
 
-__all__ = ["MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "resume"]
+__all__ = ["ENSEMBLE_METHODS", "MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "resume"]
 
 MCMC_METHODS = ("nuts", "hmc", "mh")
 VI_METHODS = ("bbb", "flipout")
-METHODS = MCMC_METHODS + VI_METHODS
+ENSEMBLE_METHODS = ("ensemble",)
+METHODS = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
 DEFAULT_HIDDEN = (20, 20)
 #: Training/validation rows used for the metrics in the report (a seeded subset of larger sets).
 METRICS_MAX_ROWS = 5000
@@ -178,7 +182,8 @@ def fit(
         target: the column to predict.
         features: input columns; default every other numeric column (after
             derived features are added, so those are included).
-        method: ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC) or ``"bbb"``, ``"flipout"`` (VI).
+        method: ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC), ``"bbb"``, ``"flipout"`` (VI)
+            or ``"ensemble"`` (deep ensemble with a learned variance).
         architecture: ``"auto"`` (``P-20-20-1``), ``"5-50-50-1"`` or a sequence of widths.
         activation: hidden-layer activation.
         log_target: model ``log10`` of the (positive) target.
@@ -206,7 +211,9 @@ def fit(
             was started with; :func:`resume` reads them for you).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
-            :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``).
+            :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
+            :class:`sigmabnn.ensemble.EnsembleConfig` (``num_members`` and the
+            :class:`sigmabnn.map.MAPConfig` fields, e.g. ``num_steps``).
 
     Returns:
         ``(fitted, report)``: the :class:`~sigmabnn.fitted.FittedModel` and a
@@ -231,7 +238,7 @@ def fit(
     from sigmabnn.evaluate.metrics import evaluate
     from sigmabnn.fitted import FittedModel
     from sigmabnn.io.model_file import to_jsonable
-    from sigmabnn.model.likelihoods import Gaussian, KnownNoiseGaussian
+    from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian, KnownNoiseGaussian
     from sigmabnn.model.mlp import num_params
     from sigmabnn.model.posterior import BNN, Data
     from sigmabnn.model.priors import GaussianPrior
@@ -283,7 +290,12 @@ def fit(
     x_transform = Standardizer.fit(train.x)
     y_transform = TargetTransform.fit(train.y, log10=log_target)
 
-    if noise_column is not None:
+    if method in ENSEMBLE_METHODS:
+        if noise_column is not None or noise_precision is not None:
+            raise InputError("the ensemble learns its noise variance; a fixed or known noise is not supported")
+        likelihood = HeteroscedasticGaussian()
+        learn_noise = True
+    elif noise_column is not None:
         likelihood = KnownNoiseGaussian()
         learn_noise = False
     else:
@@ -291,7 +303,12 @@ def fit(
             precision=float(noise_precision) if noise_precision is not None else Gaussian.precision,
             learn_precision=bool(learn_noise),
         )
-    mlp = _architecture(architecture, prepared.feature_names, likelihood.output_dim(1), activation)
+    if method in ENSEMBLE_METHODS:
+        from sigmabnn.ensemble import with_variance_head
+
+        mlp = with_variance_head(_architecture(architecture, prepared.feature_names, 1, activation), likelihood)
+    else:
+        mlp = _architecture(architecture, prepared.feature_names, likelihood.output_dim(1), activation)
     bnn = BNN(mlp=mlp, prior=GaussianPrior(1.0, 1.0), likelihood=likelihood, dtype=dtype)
     d = num_params(mlp)
 
@@ -372,6 +389,18 @@ def fit(
                 if k not in ("hyperprior", "map") and isinstance(v, int | float | str | bool | type(None))
             }
         )
+    elif method in ENSEMBLE_METHODS:
+        from sigmabnn.ensemble import EnsembleConfig, fit_ensemble, training_summary
+
+        try:
+            config = EnsembleConfig.from_options(**method_options)
+            draws, info = fit_ensemble(key, bnn, train_data, config, val_data=val_data)
+        except ValueError as err:
+            raise InputError(" ".join(str(err).split())) from None
+        draws = jax.device_get(draws)
+        sampler = training_summary(info)
+        timings = {"ensemble_seconds": float(info.seconds)}
+        settings.update(config.flat())
     else:
         from sigmabnn.vi import VIConfig, fit_vi
 
@@ -449,7 +478,7 @@ def fit(
         "method": method,
         "sampler": sampler,
         "noise_std": None
-        if noise_column is not None
+        if noise_column is not None or method in ENSEMBLE_METHODS
         else float(np.mean(1.0 / np.sqrt(noise_prec)) * float(y_transform.scale[0])),
         "timings": timings,
         "metrics": metrics,

@@ -27,7 +27,7 @@ DESCRIPTION = (
     "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given."
 )
 
-METHODS = ("nuts", "hmc", "mh", "bbb", "flipout")
+METHODS = ("nuts", "hmc", "mh", "bbb", "flipout", "ensemble")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -89,7 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sampler.add_argument(
         "--method",
         choices=METHODS,
-        help="nuts, hmc, mh (MCMC) or bbb, flipout (variational; --chains/--warmup ignored); default nuts",
+        help="nuts, hmc, mh (MCMC), bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
+        "variance; --chains/--warmup ignored by the last three); default nuts",
     )
     sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")
     sampler.add_argument(
@@ -267,7 +268,12 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
     timings = report.get("timings", {})
     phases = [
         f"{label} {common.format_seconds(timings[key])}"
-        for key, label in (("map_seconds", "MAP"), ("sample_seconds", "sampling"), ("vi_seconds", "VI"))
+        for key, label in (
+            ("map_seconds", "MAP"),
+            ("sample_seconds", "sampling"),
+            ("vi_seconds", "VI"),
+            ("ensemble_seconds", "ensemble"),
+        )
         if key in timings
     ]
     print(

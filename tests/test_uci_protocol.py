@@ -1,0 +1,129 @@
+"""The UCI benchmark's protocol code (benchmarks/uci.py) on tiny synthetic splits."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sigmabnn.data.transforms import Standardizer, TargetTransform
+from sigmabnn.draws import PosteriorDraws
+from sigmabnn.fitted import FittedModel
+from sigmabnn.model import BNN, Gaussian, Hyperparameters, num_params, parse_architecture
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "uci.py"
+
+
+@pytest.fixture(scope="module")
+def uci():
+    spec = importlib.util.spec_from_file_location("uci_benchmark", _PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def constant_model(x_train, y_train, bias: float, noise_precision: float) -> FittedModel:
+    """A 2-3-1 network with zero kernels: its model-space predictive is N(bias, 1 / noise_precision) everywhere."""
+    mlp = parse_architecture("2-3-1")
+    theta = np.zeros(num_params(mlp))
+    theta[-1] = bias  # the output bias is the last parameter
+    hyper = Hyperparameters(np.full((1, 1), noise_precision), np.ones((1, 1, 2)), np.ones((1, 1, 2)))
+    return FittedModel(
+        bnn=BNN(mlp, likelihood=Gaussian()),
+        draws=PosteriorDraws(theta[None, None], hyper),
+        x_transform=Standardizer.fit(x_train),
+        y_transform=TargetTransform.fit(y_train),
+        feature_names=("x0", "x1"),
+        target_name="y",
+    )
+
+
+def test_test_ll_and_rmse_on_the_original_scale(uci):
+    rng = np.random.default_rng(0)
+    x_train = rng.normal(size=(40, 2))
+    y_train = rng.normal(50.0, 7.0, size=40)
+    model = constant_model(x_train, y_train, bias=0.3, noise_precision=4.0)
+    # the predictive in original units: N(mean_y + 0.3 std_y, (std_y / 2)^2)
+    mu = y_train.mean() + 0.3 * y_train.std()
+    sd = y_train.std() / 2.0
+    x_test = rng.normal(size=(25, 2))
+    y_test = rng.normal(55.0, 9.0, size=25)
+    scores = uci.test_scores(model, x_test, y_test)
+    assert scores["test_ll"] == pytest.approx(np.mean(stats.norm.logpdf(y_test, mu, sd)), rel=1e-9)
+    assert scores["rmse"] == pytest.approx(math.sqrt(np.mean((y_test - mu) ** 2)), rel=1e-9)
+    # the standardised-scale LL differs by log(std_y): the original scale is what is reported
+    assert abs(scores["test_ll"] - np.mean(stats.norm.logpdf((y_test - mu) / y_train.std(), 0, 0.5))) > 1.0
+
+
+def test_standardisation_uses_the_training_split_only(uci):
+    rng = np.random.default_rng(1)
+    n = 60
+    x = np.c_[rng.normal(0.0, 1.0, n), np.full(n, 3.0)]  # second feature constant on every row
+    y = x[:, 0] + 0.1 * rng.standard_normal(n)
+    train, test = np.arange(40), np.arange(40, 60)
+    x[test, 0] = x[test, 0] * 100.0 + 1000.0  # test rows on a wildly different scale
+    y[test] += 500.0
+    df = uci.split_frame(x, y, train, test)
+    assert list(df["split"]).count("train") == 40 and list(df["split"]).count("test") == 20
+    from sigmabnn.api import fit
+
+    model, _ = fit(
+        df, "y", ["x0", "x1"], split_column="split", method="ensemble", architecture="2-3-1",
+        num_members=2, num_steps=20, progress=False,
+    )  # fmt: skip
+    np.testing.assert_allclose(model.x_transform.mean, x[train].mean(0), rtol=1e-12)
+    np.testing.assert_allclose(model.x_transform.std[0], x[train, 0].std(), rtol=1e-12)
+    assert model.x_transform.std[1] == 1.0  # constant column: centred only
+    np.testing.assert_allclose(model.y_transform.mean, [y[train].mean()], rtol=1e-12)
+    np.testing.assert_allclose(model.y_transform.scale, [y[train].std()], rtol=1e-12)
+    with pytest.raises(ValueError, match="overlap"):
+        uci.split_frame(x, y, train, np.array([39, 40]))
+
+
+def test_load_dataset_reads_the_published_layout(uci, tmp_path):
+    d = tmp_path / "toy" / "data"
+    d.mkdir(parents=True)
+    data = np.arange(30, dtype=float).reshape(6, 5)
+    np.savetxt(d / "data.txt", data)
+    np.savetxt(d / "index_features.txt", [0, 1, 3])
+    np.savetxt(d / "index_target.txt", [4])
+    np.savetxt(d / "n_splits.txt", [2])
+    np.savetxt(d / "n_hidden.txt", [50])
+    for i, (tr, te) in enumerate((([0, 1, 2, 3], [4, 5]), ([2, 3, 4, 5], [0, 1]))):
+        np.savetxt(d / f"index_train_{i}.txt", np.asarray(tr, float))  # written as floats, as published
+        np.savetxt(d / f"index_test_{i}.txt", np.asarray(te, float))
+    ds = uci.load_dataset(tmp_path, "toy")
+    np.testing.assert_array_equal(ds.x, data[:, [0, 1, 3]])
+    np.testing.assert_array_equal(ds.y, data[:, 4])
+    assert ds.n_hidden == 50 and len(ds.train_index) == 2
+    np.testing.assert_array_equal(ds.test_index[1], [0, 1])
+    assert ds.train_index[0].dtype.kind == "i"
+
+
+def test_aggregate_merge_and_table(uci):
+    rec = lambda split, rmse, ll, method="ensemble": {
+        "dataset": "energy", "method": method, "split": split, "rmse": rmse, "test_ll": ll,
+        "seconds": 10.0 + split, "coverage_95": 0.95,
+    }  # fmt: skip
+    old = [rec(0, 1.0, -1.0), rec(1, 9.0, -9.0)]
+    merged = uci.merge(old, [rec(1, 2.0, -2.0), rec(2, 3.0, -3.0)])
+    assert [r["split"] for r in merged] == [0, 1, 2] and merged[1]["rmse"] == 2.0
+    (row,) = uci.aggregate(merged)
+    assert row["n_splits"] == 3 and row["rmse"] == pytest.approx(2.0)
+    assert row["rmse_se"] == pytest.approx(np.std([1.0, 2.0, 3.0]) / math.sqrt(3))  # ddof = 0
+    assert row["test_ll"] == pytest.approx(-2.0) and row["seconds"] == pytest.approx(33.0)
+    best = {
+        ("energy", "rmse"): {"mean": 2.0, "stderr": 0.1, "method": "X", "decimals": 2},
+        ("energy", "test_ll"): {"mean": -1.5, "stderr": 0.1, "method": "Y", "decimals": 2},
+    }
+    assert uci.wins(2.004, best[("energy", "rmse")], "rmse")  # equal at the published precision
+    assert not uci.wins(2.006, best[("energy", "rmse")], "rmse")
+    assert not uci.wins(-2.0, best[("energy", "test_ll")], "test_ll")
+    doc = {"records": merged, "results": [row], "runs": []}
+    table = uci.markdown(doc, best)
+    assert "| energy | ensemble | 3 | 2.00 +- 0.47 | 2.00 (X) | **win** | -2.00 +- 0.47 | -1.50 (Y) | lose |" in table
+    assert "extrapolat" in table.lower()
