@@ -35,15 +35,37 @@ def finish_metadata(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    """Write ``text`` to ``path`` through a temporary file and a rename (the library's atomic writer)."""
+    from sigmabnn.io.atomic import atomic_write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def machine(load_start: tuple[float, ...], **versions: str) -> dict[str, Any]:
+    """Platform, cores, Python/JAX (and the given library) versions, load average at start and now."""
+    import jax
+
+    return {
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        **versions,
+        "load_average_1_5_15_at_start": [round(v, 2) for v in load_start],
+        "load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()],
+    }
+
+
+def write(path: Path, out: dict[str, Any], markdown: str) -> None:
+    """``out`` as JSON at ``path`` and ``markdown`` beside it (``.md``), each written then renamed."""
+    write_text_atomic(path, json.dumps(out, indent=2) + "\n")
+    write_text_atomic(path.with_suffix(".md"), markdown)
+    print(f"wrote {path} and {path.with_suffix('.md')}")
 
 
 def _cell(value: Any, fmt: str) -> str:

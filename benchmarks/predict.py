@@ -38,7 +38,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-import _report
+import _results
 from model_load import make_model  # the sibling benchmark's model builder (script directory on sys.path)
 from sigmabnn import predict as predict_module
 from sigmabnn.io.model_file import load_model, save_model
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         out = json.loads(args.out.read_text())
         out["goals"] = goals(out["records"])
-        _report.write(args.out, out, markdown(out))
+        _results.write(args.out, out, markdown(out))
         return 0
 
     load_start = os.getloadavg()
@@ -298,10 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             "The quantiles are taken on the host because NumPy's sort is faster than XLA's on CPU (last "
             "two columns); the device computes the next chunk meanwhile.",
         ],
-        "machine": _report.machine(load_start),
+        "machine": _results.machine(load_start),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    _report.write(args.out, out, markdown(out))
+    _results.write(args.out, out, markdown(out))
     return 0
 
 

@@ -69,7 +69,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from tests.targets.posteriordb import NAMES as POSTERIORDB_NAMES  # noqa: E402
 
-import _report  # noqa: E402
+import _results  # noqa: E402
 from core_gradient import load_process  # noqa: E402  (same data preparation as the gradient benchmark)
 
 Array = jax.Array
@@ -539,7 +539,7 @@ def merge(paths: list[Path], out_path: Path) -> int:
         ),
         "machine": {**parts[0]["machine"], "runs": [part["machine"] for part in parts]},
     }
-    _report.write(out_path, out, markdown(out))
+    _results.write(out_path, out, markdown(out))
     return 0
 
 
@@ -641,13 +641,13 @@ def main(argv: list[str] | None = None) -> int:
                 "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
                 "matrix in few iterations.",
             ],
-            "machine": _report.machine(
+            "machine": _results.machine(
                 load_start, numpyro=numpyro.__version__, blackjax=blackjax.__version__, sigmabnn=sigmabnn.__version__
             ),
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         out["complete"] = complete
-        _report.write(args.out, out, markdown(out))
+        _results.write(args.out, out, markdown(out))
 
     timer = CompileTimer()
     records: list[dict] = []
