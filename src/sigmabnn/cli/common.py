@@ -140,6 +140,28 @@ def output_file(path: str | os.PathLike[str], what: str = "output file") -> Path
     return p
 
 
+def replaceable_directory(path: str | os.PathLike[str], marker: str, noun: str, kind: str, not_a_dir: str) -> Path:
+    """Check that a directory output can be written at ``path``, replacing only an earlier output of its kind.
+
+    ``path`` may be new, an empty directory or a directory holding ``marker``
+    (an earlier output, replaced as a whole); any other existing file or
+    non-empty directory is refused with an :class:`InputError`, before any work starts.
+    ``noun`` names the output in messages ("model"), ``kind`` what an earlier output is
+    ("a model"), ``not_a_dir`` the message for an existing file at ``path``.
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{not_a_dir}: {p}")
+    if p.is_dir() and not (p / marker).is_file() and any(p.iterdir()):
+        raise InputError(f"refusing to replace {p}: a non-empty directory that is not {kind}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"directory of the {noun} does not exist: {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write the {noun} (directory not writable): {p}")
+    return p
+
+
 def output_model(path: str | os.PathLike[str]) -> Path:
     """Check that a model (a directory, see :mod:`sigmabnn.io.model_file`) can be written at ``path``.
 
@@ -148,17 +170,7 @@ def output_model(path: str | os.PathLike[str]) -> Path:
     """
     if str(path) == STDOUT:
         raise InputError("--out needs a path (a model cannot go to stdout)")
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise InputError(f"model path exists and is not a model: {p}")
-    if p.is_dir() and not (p / "model.json").is_file() and any(p.iterdir()):
-        raise InputError(f"refusing to replace {p}: a non-empty directory that is not a model")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"directory of the model does not exist: {parent}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write the model (directory not writable): {p}")
-    return p
+    return replaceable_directory(path, "model.json", "model", "a model", "model path exists and is not a model")
 
 
 def directory_size(path: Path) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,17 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _check_out(path: str) -> Path:
     """DIR may be new, empty, or an earlier diagnose output (it is then replaced); anything else is refused."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise InputError(f"output exists and is not a directory: {p}")
-    if p.is_dir() and any(p.iterdir()) and not (p / SUMMARY_FILE).is_file():
-        raise InputError(f"refusing to replace {p}: a non-empty directory that is not a diagnose output")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise InputError(f"directory of the output does not exist: {parent}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write the output (directory not writable): {p}")
-    return p
+    return common.replaceable_directory(
+        path, SUMMARY_FILE, "output", "a diagnose output", "output exists and is not a directory"
+    )
 
 
 def _fmt(value: Any, spec: str) -> str:
