@@ -53,9 +53,7 @@ def main() -> int:
             "within_budget": wall <= BUDGET_SECONDS,
             "timings": model.diagnostics.get("timings", {}),
             "networks": model.num_networks,
-            "settings": {
-                k: model.settings.get(k) for k in ("num_chains", "num_warmup", "num_samples", "max_tree_depth")
-            },
+            "settings": {k: model.settings.get(k) for k in SETTINGS},
             "grad_evals": model.diagnostics.get("sampler", {}).get("num_grad_evals"),
             "rhat_predictions": model.diagnostics.get("sampler", {}).get("rhat_predictions"),
             "report": metrics,
@@ -63,7 +61,7 @@ def main() -> int:
             "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
             "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
-            "machine": f"{os.cpu_count()} cores, shared with other jobs",
+            "machine": f"{os.cpu_count()} cores (the load averages say how busy)",
             "versions": versions(),
         }
         atomic_write_json(RESULTS / "demo_nlo.json", record)
