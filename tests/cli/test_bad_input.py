@@ -153,6 +153,22 @@ def test_bad_split_fractions_are_an_argument_error(capsys, tmp_path: Path) -> No
     assert "0.5,0.1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["train", "d.csv", "--target", "y", "-o", "m"], ["predict", "m", "x.csv"],
+                                     ["demo", "toy"], ["train-all", "builtin", "--out", "d"]])  # fmt: skip
+@pytest.mark.parametrize("value", [str(2**64), str(2**63), "-1"])
+def test_seed_outside_what_a_random_key_takes_is_an_argument_error(capsys, command: list[str], value: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--seed", value])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "2**63 - 1" in err and value in err and "Traceback" not in err
+
+
+def test_largest_seed_is_accepted() -> None:
+    from sigmabnn.cli import common
+
+    assert common.seed(str(2**63 - 1)) == 2**63 - 1
+
+
 # ------------------------------------------------------------------ predict / evaluate / info
 
 

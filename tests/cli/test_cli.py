@@ -228,3 +228,28 @@ def _version() -> str:
     from sigmabnn._version import __version__
 
     return __version__
+
+
+def test_info_says_when_a_model_is_an_interrupted_run() -> None:
+    from sigmabnn.cli.info import summary_rows
+
+    base = {
+        "target": "y",
+        "log_target": False,
+        "features": ["a"],
+        "derived": [],
+        "architecture": "1-2-1",
+        "activations": ["tanh", "identity"],
+        "likelihood": "gaussian",
+        "dtype": "float64",
+        "method": "nuts",
+        "chains": 2,
+        "draws_per_chain": 3,
+        "networks": 6,
+        "data_fingerprint": "sha256:0",
+        "created": "now",
+    }
+    training = {"complete": False, "phase": "sampling", "draws_done": 3, "draws_planned": 50}
+    rows = dict(summary_rows({**base, "diagnostics": {"training": training}}))
+    assert "incomplete" in rows["status"] and "3 of 50" in rows["status"] and "--resume" in rows["status"]
+    assert "status" not in dict(summary_rows({**base, "diagnostics": {}}))

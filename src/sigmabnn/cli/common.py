@@ -45,6 +45,11 @@ def nonnegative_int(text: str) -> int:
     return _checked(text, int, lambda v: v >= 0, "expected a non-negative integer")
 
 
+def seed(text: str) -> int:
+    """argparse type: a random seed, an integer from 0 to 2**63 - 1 (what ``jax.random.key`` takes)."""
+    return _checked(text, int, lambda v: 0 <= v < 2**63, "expected a seed, an integer from 0 to 2**63 - 1")
+
+
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0."""
     return _checked(text, float, lambda v: math.isfinite(v) and v > 0, "expected a positive number")

@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="F,G",
         help=f"toy: run only these functions ({','.join(TOY_NAMES)})",
     )
-    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="random seed (default 0)")
+    p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="random seed (default 0)")
     p.add_argument(
         "--method",
         choices=("nuts", "bbb", "flipout", "maz"),

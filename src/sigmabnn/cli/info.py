@@ -46,7 +46,17 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
     """The essentials of :func:`describe` as ``(label, value)`` rows (``--json`` has everything)."""
     diag = info.get("diagnostics") or {}
     sampler, data = diag.get("sampler", {}), diag.get("data", {})
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, Any]] = []
+    training = diag.get("training") or {}
+    if training.get("complete") is False:
+        rows.append(
+            (
+                "status",
+                f"incomplete: interrupted during {training.get('phase')} after {training.get('draws_done')} of "
+                f"{training.get('draws_planned')} draws per chain; finish it with 'sigmabnn train --resume MODEL'",
+            )
+        )
+    rows += [
         ("target", info["target"] + ("  (modelled as log10)" if info["log_target"] else "")),
         ("features", info["features"]),
     ]

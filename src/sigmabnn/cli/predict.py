@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--with-inputs", action="store_true", help="copy the columns of DATA in front of the prediction columns"
     )
-    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="seed for noise samples")
+    p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed for noise samples")
 
 
 def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="TRAIN,VAL,TEST",
         help="random split of the rows by fractions, e.g. 0.8,0.1,0.1 (reproducible with --seed)",
     )
-    p.add_argument("--seed", type=common.nonnegative_int, metavar="N", help="random seed (default 0)")
+    p.add_argument("--seed", type=common.seed, metavar="N", help="random seed (default 0)")
     p.add_argument(
         "--log-target",
         action="store_true",

@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PDG1,PDG2",
         help="train only this process (repeatable; default: every process of DATA)",
     )
-    p.add_argument("--seed", type=common.nonnegative_int, default=0, metavar="N", help="random seed (default 0)")
+    p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="random seed (default 0)")
     add_config_arguments(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
