@@ -36,6 +36,15 @@ are still intact when read. This needs ``max_tree_depth`` rows of ``[d]``
 arrays (the same idea as the iterative NUTS of Phan, Pradhan & Jankowiak
 2019, arXiv:1912.11554, derived here independently).
 
+Per-leaf cost: the first-half check of a node depends only on its leaves
+``a`` and ``c``, and ``a = c - lowbit(c)`` is the leaf in the row just below
+``c``'s when ``c`` is recorded, so it is evaluated once then and stored as a
+flag. The other two checks are split into the dot products fixed at record
+time (stored as scalars) and four projections of the current velocity and
+momentum sum onto every row, so a leaf costs two ``[2 * depth, d]``
+matrix-vector products and one masked row write (no scatter or gather of
+``[d]`` rows, which are slow inside a vmapped ``while_loop``).
+
 Random numbers: ``key_momentum, key_tree = split(rng_key)``; doubling ``j``
 uses ``split(fold_in(key_tree, j), 3)`` for (direction, within-subtree
 sampling, subtree acceptance); leaf ``n`` of a subtree uses
@@ -96,13 +105,26 @@ class _Proposal(NamedTuple):
 
 
 class _Checkpoints(NamedTuple):
-    """Per-row records of leaves (row = popcount of the leaf index within its subtree), each ``[depth, d]``."""
+    """Per-row records of leaves (row = popcount of the leaf index within its subtree).
 
-    momentum: Array
-    velocity: Array
-    momentum_sum_before: Array
-    previous_momentum: Array
-    previous_velocity: Array
+    For leaf ``m`` with velocity ``v``, momentum sum ``S`` of the subtree's leaves before it,
+    and the momentum ``p'`` and velocity ``v'`` of the leaf just before it (the previous end
+    of the trajectory), row ``popcount(m)`` holds ``(v, v')`` in ``velocities``,
+    ``(S, D = S - p')`` in ``sums`` and ``(v . S, v' . D, first_half_turning)`` in
+    ``scalars``. The scalars are the parts of the U-turn tests fixed when the leaf is
+    recorded, so a later leaf ``n`` needs only the projections ``V ms_n``, ``V' ms_n``,
+    ``S v_n`` and ``D v_n`` over all rows at once (two small matrix-vector products).
+
+    Attributes:
+        velocities: ``[2, depth, d]``.
+        sums: ``[2, depth, d]``.
+        scalars: ``[3, depth]``; the third is 1.0 where the first half of the node whose
+            second half starts at that leaf, extended by that leaf, is turning.
+    """
+
+    velocities: Array
+    sums: Array
+    scalars: Array
 
 
 class _Subtree(NamedTuple):
@@ -113,6 +135,7 @@ class _Subtree(NamedTuple):
     proposal: _Proposal
     log_sum_weight: Array
     checkpoints: _Checkpoints
+    first_momentum: Array  # momentum of leaf 0
     num_steps: Array
     sum_accept_prob: Array
     is_divergent: Array
@@ -169,6 +192,7 @@ def build_kernel(
         raise ValueError(f"max_tree_depth must be >= 1, got {max_tree_depth}")
     num_rows = max_tree_depth
     levels = jnp.arange(1, max(num_rows, 2), dtype=jnp.int32)  # node levels k = 1..max_tree_depth-1
+    rows = jnp.arange(num_rows, dtype=jnp.int32)
 
     def kernel(
         rng_key: Array,
@@ -213,33 +237,46 @@ def build_kernel(
                 sub.proposal,
             )
 
-            # record leaf n in row popcount(n)
+            # record leaf n in row popcount(n) (one-hot masks: in place, and cheap under vmap)
             momentum_sum_before = sub.momentum_sum
             momentum_sum = momentum_sum_before + new.momentum
             row = _popcount(n)
             ck = sub.checkpoints
+            d_vec = momentum_sum_before - previous_momentum
+            # the node whose second half starts at leaf n: its first half starts at n - lowbit(n), in row - 1
+            below = jnp.maximum(row - 1, 0)
+            v_a = ck.velocities[0, below]
+            s_a = ck.sums[0, below]
+            first_turning = turning_from_velocities(v_a, v, momentum_sum_before - s_a + new.momentum)
+            record_velocities = jnp.stack([v, previous_velocity])
+            record_sums = jnp.stack([momentum_sum_before, d_vec])
+            scalars = jnp.stack(
+                [
+                    jnp.dot(v, momentum_sum_before),
+                    jnp.dot(previous_velocity, d_vec),
+                    first_turning.astype(dtype),
+                ]
+            )
+            at_row = rows == row
             ck = _Checkpoints(
-                ck.momentum.at[row].set(new.momentum),
-                ck.velocity.at[row].set(v),
-                ck.momentum_sum_before.at[row].set(momentum_sum_before),
-                ck.previous_momentum.at[row].set(previous_momentum),
-                ck.previous_velocity.at[row].set(previous_velocity),
+                jnp.where(at_row[None, :, None], record_velocities[:, None, :], ck.velocities),
+                jnp.where(at_row[None, :, None], record_sums[:, None, :], ck.sums),
+                jnp.where(at_row[None, :], scalars[:, None], ck.scalars),
             )
+            first_momentum = jnp.where(n == 0, new.momentum, sub.first_momentum)
 
-            # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n))
+            # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n)): node [a, n]
+            # with first leaf a in row_a = row - k and the first leaf c of its second half in row_a + 1
+            projections_ms = jnp.einsum("krd,d->kr", ck.velocities, momentum_sum)
+            projections_v = jnp.einsum("krd,d->kr", ck.sums, v)
+            v_ms = jnp.dot(v, momentum_sum)
             active = levels <= _trailing_ones(n)
-            row_a = jnp.maximum(row - levels, 0)  # first leaf of the node
-            row_c = jnp.maximum(row - levels + 1, 0)  # first leaf of its second half
-            sum_a = ck.momentum_sum_before[row_a]
-            sum_c = ck.momentum_sum_before[row_c]
-            turn_node = turning_from_velocities(ck.velocity[row_a], v, momentum_sum - sum_a)
-            turn_first = turning_from_velocities(
-                ck.velocity[row_a], ck.velocity[row_c], sum_c - sum_a + ck.momentum[row_c]
-            )
-            turn_second = turning_from_velocities(
-                ck.previous_velocity[row_c], v, momentum_sum - sum_c + ck.previous_momentum[row_c]
-            )
-            is_turning = jnp.any(active & (turn_node | turn_first | turn_second))
+            row_a = jnp.maximum(row - levels, 0)
+            row_c = row_a + 1
+            keep_node = (projections_ms[0, row_a] - ck.scalars[0, row_a] > 0) & (v_ms - projections_v[0, row_a] > 0)
+            keep_second = (projections_ms[1, row_c] - ck.scalars[1, row_c] > 0) & (v_ms - projections_v[1, row_c] > 0)
+            turn_first = ck.scalars[2, row_c] > 0.5
+            is_turning = jnp.any(active & (~keep_node | ~keep_second | turn_first))
 
             return _Subtree(
                 end=new,
@@ -249,6 +286,7 @@ def build_kernel(
                 proposal=proposal,
                 log_sum_weight=log_sum_weight,
                 checkpoints=ck,
+                first_momentum=first_momentum,
                 num_steps=sub.num_steps + 1,
                 sum_accept_prob=sub.sum_accept_prob + accept_prob,
                 is_divergent=is_divergent,
@@ -275,6 +313,7 @@ def build_kernel(
                 proposal=traj.proposal,
                 log_sum_weight=jnp.asarray(-jnp.inf, dtype),
                 checkpoints=traj.checkpoints,
+                first_momentum=jnp.zeros_like(momentum),
                 num_steps=traj.num_steps,
                 sum_accept_prob=traj.sum_accept_prob,
                 is_divergent=jnp.asarray(False),
@@ -296,7 +335,7 @@ def build_kernel(
             )
 
             # U-turn checks on the merged trajectory (both ends, and each part extended across the boundary)
-            first_momentum, first_velocity = sub.checkpoints.momentum[0], sub.checkpoints.velocity[0]
+            first_momentum, first_velocity = sub.first_momentum, sub.checkpoints.velocities[0, 0]
             momentum_sum = traj.momentum_sum + sub.momentum_sum
             turning = (
                 turning_from_velocities(far_velocity, sub.end_velocity, momentum_sum)
@@ -323,7 +362,8 @@ def build_kernel(
                 is_turning=sub.is_turning | (valid & turning),
             )
 
-        zeros = jnp.zeros((num_rows,) + momentum.shape, dtype)
+        vector_rows = jnp.zeros((2, num_rows) + momentum.shape, dtype)
+        checkpoints = _Checkpoints(vector_rows, vector_rows, jnp.zeros((3, num_rows), dtype))
         traj = _Trajectory(
             left=z0,
             left_velocity=velocity,
@@ -332,7 +372,7 @@ def build_kernel(
             momentum_sum=momentum,
             proposal=_Proposal(position, state.logdensity, state.logdensity_grad, energy0),
             log_sum_weight=jnp.zeros((), dtype),
-            checkpoints=_Checkpoints(zeros, zeros, zeros, zeros, zeros),
+            checkpoints=checkpoints,
             depth=jnp.int32(0),
             num_expansions=jnp.int32(0),
             num_steps=jnp.int32(0),
