@@ -55,6 +55,7 @@ def machine(load_start: tuple[float, ...], **versions: str) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "jax": jax.__version__,
+        "jax_devices": len(jax.local_devices()),
         **versions,
         "load_average_1_5_15_at_start": [round(v, 2) for v in load_start],
         "load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()],

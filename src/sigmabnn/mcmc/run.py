@@ -52,6 +52,7 @@ from sigmabnn.mcmc.warmup import (
     make_sampler,
     run_chunks,
 )
+from sigmabnn.parallel import chain_mesh
 
 Array = jax.Array
 
@@ -172,7 +173,7 @@ def _store_specs(out: Any, num_warmup: int, num_samples: int) -> dict[str, tuple
 @functools.lru_cache(maxsize=2)
 def _jitted_functions(
     kernel, max_tree_depth, num_integration_steps, random_direction, logdensity_fn, gibbs_fn, target_accept,
-    dense_mass, initial_step_size,
+    dense_mass, initial_step_size, mesh,
 ) -> tuple[Callable, Callable]:  # fmt: skip
     """The jitted init and chunk functions of a run, kept for the next run with the same functions and settings.
 
@@ -185,7 +186,7 @@ def _jitted_functions(
     )  # fmt: skip
     init_fn = make_init_fn(sampler, logdensity_fn, dense_mass=dense_mass, initial_step_size=initial_step_size)
     chunk_fn = make_chunk_fn(
-        sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass
+        sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass, mesh=mesh
     )
     return init_fn, chunk_fn
 
@@ -217,6 +218,7 @@ def sample(
     final_buffer: int = 50,
     first_window: int = 25,
     store: RunStore | None = None,
+    split_chains: bool = True,
 ) -> MCMCResult:
     """Warm up and sample ``C`` chains of ``logdensity_fn(position, hyper)``.
 
@@ -248,6 +250,11 @@ def sample(
             run that made it give the draws of an uninterrupted run, bit for bit). With a
             store the result's draws and records are the store's arrays (NumPy, possibly
             memory-mapped), not JAX arrays.
+        split_chains: split the chains across the backend's devices
+            (:func:`sigmabnn.parallel.chain_mesh`; on a CPU, one device per core when
+            :func:`sigmabnn.parallel.set_host_device_count` ran first). The draws do not depend
+            on the split up to floating-point rounding of vectorised code; ``False`` keeps
+            every chain on one device.
 
     Returns:
         :class:`MCMCResult`.
@@ -266,6 +273,7 @@ def sample(
     init_fn, chunk_fn = _jitted_functions(
         kernel, int(max_tree_depth), int(num_integration_steps), bool(random_direction), logdensity_fn, gibbs_fn,
         None if target_accept is None else float(target_accept), bool(dense_mass), float(initial_step_size),
+        chain_mesh(num_chains) if split_chains else None,
     )  # fmt: skip
     hyper = _broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)

@@ -27,10 +27,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec
 
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import mh
 from sigmabnn.mcmc.progress import ProgressBar
+from sigmabnn.parallel import AXIS as CHAIN_AXIS
 
 Array = jax.Array
 
@@ -259,6 +261,7 @@ def make_chunk_fn(
     gibbs_fn: Callable | None = None,
     target_accept: float | None = None,
     dense_mass: bool = False,
+    mesh: Any = None,
 ) -> Callable:
     """The jitted chunk function shared by warm-up and sampling.
 
@@ -268,7 +271,12 @@ def make_chunk_fn(
     not depend on how the run is cut into chunks. Inactive (padding) iterations leave the chains
     unchanged; ``stage`` selects the adaptation (:data:`STAGE_FAST`, :data:`STAGE_SLOW`,
     :data:`STAGE_FROZEN`).
+
+    With a ``mesh`` (:func:`sigmabnn.parallel.chain_mesh`) the chains are split along its axis
+    (``shard_map``): each device runs its share of the chains with no synchronisation inside a
+    chunk, and chain ``c`` still uses key ``split(fold_in(run_key, t), C)[c]``.
     """
+    num_devices = 1 if mesh is None else int(mesh.size)
     target = sampler.default_target if target_accept is None else float(target_accept)
     w_init, w_update, w_final = _welford_fns(dense_mass)
 
@@ -314,8 +322,10 @@ def make_chunk_fn(
     def body(carry, xs):
         run_key, chains = carry
         iteration, stage, is_end, active = xs
-        num_chains = chains.kernel_state.position.shape[0]
-        keys = jax.random.split(jax.random.fold_in(run_key, iteration), num_chains)
+        local = chains.kernel_state.position.shape[0]
+        keys = jax.random.split(jax.random.fold_in(run_key, iteration), local * num_devices)
+        if num_devices > 1:  # this device's chains: a contiguous block of the global chain index
+            keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
         step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
         end_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
 
@@ -334,12 +344,21 @@ def make_chunk_fn(
         out = (chains.kernel_state.position, chains.hyper, record)
         return (run_key, chains), out
 
-    @jax.jit
     def chunk(run_key, chains, iteration, stage, is_window_end, active):
         (_, chains), out = jax.lax.scan(body, (run_key, chains), (iteration, stage, is_window_end, active))
         return chains, out
 
-    return chunk
+    if mesh is None:
+        return jax.jit(chunk)
+    chain_axis, replicated = PartitionSpec(CHAIN_AXIS), PartitionSpec()
+    sharded = jax.shard_map(
+        chunk,
+        mesh=mesh,
+        in_specs=(replicated, chain_axis, replicated, replicated, replicated, replicated),
+        out_specs=(chain_axis, PartitionSpec(None, CHAIN_AXIS)),
+        check_vma=False,
+    )
+    return jax.jit(sharded)
 
 
 @jax.jit
