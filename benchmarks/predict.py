@@ -181,11 +181,29 @@ def markdown(out: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in out["records"]:
+        if r.get("memory_run"):
+            continue
         rss = "" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:.0f}"
         lines.append(
             f"| {r['arch']} | {r['dtype']} | {r['batch']:,} | {r['points_per_s']:,.0f} | {r['latency_ms']:.2f} | "
             f"{r['load_ms']:.1f} | {rss} |"
         )
+    mem = [r for r in out["records"] if r.get("memory_run")]
+    for r in mem:
+        naive_gb = out["settings"]["networks"] * r["batch"] * 8 * 2 / 1e9
+        lines += [
+            "",
+            f"## Memory for 10^6 points (`--memory-run`, {r['date']}, "
+            f"load average at start {r['load_average_1_5_15_at_start']})",
+            "",
+            f"One `predict` call on {r['batch']:,} points (5-20-20-1, float64, "
+            f"{out['settings']['networks']:,} networks): "
+            f"{r['latency_ms'] / 1e3:.0f} s ({r['points_per_s']:,.0f} points/s), peak resident memory "
+            f"{r['peak_rss_mb']:.0f} MB, of which the process held {r['rss_before_call_mb']:.0f} MB before the call; "
+            f"the input is {r['input_mb']:.0f} MB and the returned arrays {r['result_arrays_mb']:.0f} MB. "
+            f"Holding every network's mean and variance for every point at once would take {naive_gb:.0f} GB: "
+            "`predict` works in fixed-size chunks of points, so memory grows only with the input and the result.",
+        ]
     lines += ["", "## Goals", "", "| goal | target | measured | met |", "|---|---:|---:|---|"]
     for g in out["goals"]:
         lines.append(f"| {g['goal']} | {g['target']} | {g['measured']:.4g} | {'yes' if g['met'] else 'no'} |")
@@ -211,6 +229,54 @@ def markdown(out: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+MEMORY_BATCH = 10**6
+
+
+def memory_run(args: argparse.Namespace) -> int:
+    """One call on 10^6 points (no untimed warm-up: chunks have the shape of smaller batches).
+
+    Its record (``"memory_run": true``) replaces an earlier one in the JSON; the rest is kept.
+    Peak RSS is reset just before the call, so it is the memory of that call (plus the process).
+    """
+    out = json.loads(args.out.read_text())
+    load_start = os.getloadavg()
+    rng = np.random.default_rng(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model"
+        save_model(as_dtype(make_model("5-20-20-1", args.networks), "float64"), path)
+        fitted = load_model(path)
+        predict(fitted, rng.normal(size=(1000, 5)))  # compile the chunk shape on a small batch
+        x = rng.normal(size=(MEMORY_BATCH, 5))
+        rss_before = peak_rss_mb() if peak_rss_reset() else None
+        t0 = time.perf_counter()
+        pred = predict(fitted, x)
+        lat = time.perf_counter() - t0
+        rss = peak_rss_mb()
+    result_mb = sum(a.nbytes for a in (pred.mean, pred.std, *pred.lower.values(), *pred.upper.values())) / 2**20
+    rec = {
+        "arch": "5-20-20-1",
+        "dtype": "float64",
+        "batch": MEMORY_BATCH,
+        "points_per_s": MEMORY_BATCH / lat,
+        "latency_ms": 1e3 * lat,
+        "latency_ms_min": 1e3 * lat,
+        "load_ms": next(r["load_ms"] for r in out["records"] if r["arch"] == "5-20-20-1" and r["dtype"] == "float64"),
+        "timed_calls": 1,
+        "peak_rss_mb": rss,
+        "rss_before_call_mb": rss_before,
+        "input_mb": x.nbytes / 2**20,
+        "result_arrays_mb": result_mb,
+        "memory_run": True,
+        "load_average_1_5_15_at_start": [round(v, 2) for v in load_start],
+        "load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()],
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    print(f"10^6 points: {rec['points_per_s']:,.0f} points/s, peak RSS {rss} MB (before {rss_before} MB)", flush=True)
+    out["records"] = [r for r in out["records"] if not r.get("memory_run")] + [rec]
+    _results.write(args.out, out, markdown(out))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="batches up to 10^6 for both architectures")
@@ -221,7 +287,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--render-only", action="store_true", help="recompute the goals and the Markdown from an existing JSON"
     )
+    parser.add_argument(
+        "--memory-run",
+        action="store_true",
+        help="only one 10^6-point call (5-20-20-1, float64): its time and peak memory, merged into the JSON",
+    )
     args = parser.parse_args(argv)
+    if args.memory_run:
+        return memory_run(args)
     if args.render_only:
         out = json.loads(args.out.read_text())
         out["goals"] = goals(out["records"])

@@ -243,13 +243,15 @@ def build_kernel(
             row = _popcount(n)
             ck = sub.checkpoints
             d_vec = momentum_sum_before - previous_momentum
-            # the node whose second half starts at leaf n: its first half starts at n - lowbit(n), in row - 1
-            below = jnp.maximum(row - 1, 0)
-            v_a = ck.velocities[0, below]
-            s_a = ck.sums[0, below]
+            at_row = rows == row
+            velocities = jnp.where(at_row[None, :, None], jnp.stack([v, previous_velocity])[:, None, :], ck.velocities)
+            sums = jnp.where(at_row[None, :, None], jnp.stack([momentum_sum_before, d_vec])[:, None, :], ck.sums)
+            # the node whose second half starts at leaf n: its first half starts at n - lowbit(n), recorded in
+            # row - 1 (read after the write, which touched row only; unused for n = 0, where below = row)
+            below = rows == jnp.maximum(row - 1, 0)
+            v_a = jnp.sum(jnp.where(below[:, None], velocities[0], 0.0), axis=0)
+            s_a = jnp.sum(jnp.where(below[:, None], sums[0], 0.0), axis=0)
             first_turning = turning_from_velocities(v_a, v, momentum_sum_before - s_a + new.momentum)
-            record_velocities = jnp.stack([v, previous_velocity])
-            record_sums = jnp.stack([momentum_sum_before, d_vec])
             scalars = jnp.stack(
                 [
                     jnp.dot(v, momentum_sum_before),
@@ -257,12 +259,7 @@ def build_kernel(
                     first_turning.astype(dtype),
                 ]
             )
-            at_row = rows == row
-            ck = _Checkpoints(
-                jnp.where(at_row[None, :, None], record_velocities[:, None, :], ck.velocities),
-                jnp.where(at_row[None, :, None], record_sums[:, None, :], ck.sums),
-                jnp.where(at_row[None, :], scalars[:, None], ck.scalars),
-            )
+            ck = _Checkpoints(velocities, sums, jnp.where(at_row[None, :], scalars[:, None], ck.scalars))
             first_momentum = jnp.where(n == 0, new.momentum, sub.first_momentum)
 
             # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n)): node [a, n]
