@@ -198,11 +198,13 @@ def markdown(out: dict) -> str:
             "",
             f"One `predict` call on {r['batch']:,} points (5-20-20-1, float64, "
             f"{out['settings']['networks']:,} networks): "
-            f"{r['latency_ms'] / 1e3:.0f} s ({r['points_per_s']:,.0f} points/s), peak resident memory "
-            f"{r['peak_rss_mb']:.0f} MB, of which the process held {r['rss_before_call_mb']:.0f} MB before the call; "
-            f"the input is {r['input_mb']:.0f} MB and the returned arrays {r['result_arrays_mb']:.0f} MB. "
-            f"Holding every network's mean and variance for every point at once would take {naive_gb:.0f} GB: "
-            "`predict` works in fixed-size chunks of points, so memory grows only with the input and the result.",
+            f"{r['latency_ms'] / 1e3:.0f} s ({r['points_per_s']:,.0f} points/s); peak resident memory "
+            f"{r['peak_rss_mb']:.0f} MB against {r['rss_before_call_mb']:.0f} MB before the call: the call added "
+            f"{r['peak_rss_mb'] - r['rss_before_call_mb']:.0f} MB, "
+            f"{(r['peak_rss_mb'] - r['rss_before_call_mb']) * 2**20 / r['batch']:.0f} bytes per point, of which "
+            f"the input is {r['input_mb']:.0f} MB and the returned mean, std and interval arrays "
+            f"{r['result_arrays_mb']:.0f} MB. Holding every network's mean and variance for every point at once "
+            f"would take {naive_gb:.0f} GB; `predict` works in fixed-size chunks of points.",
         ]
     lines += ["", "## Goals", "", "| goal | target | measured | met |", "|---|---:|---:|---|"]
     for g in out["goals"]:
