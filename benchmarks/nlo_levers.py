@@ -1,0 +1,93 @@
+"""Levers toward the chi1^0 chi1^0 targets of the recommended NLO configuration, measured one at a time.
+
+Each group writes its measured numbers into ``benchmarks/results/nlo_levers.json`` (merged by
+group and case, written atomically, with the date and the load average of every case);
+``docs/nlo_research.md`` quotes only numbers from there.
+
+Groups (``--group NAME``, repeatable):
+
+- ``map``: MAP levers for the point accuracy (network size, Adam steps, learning rate),
+  plain JAX/Optax full-batch Adam with a cosine schedule (``nlo_explore.fit_map``) on the
+  recommended features; test R^2 log / xsec and relative errors, wall seconds.
+- ``fit``: :func:`sigmabnn.workflows.nlo.train_process` (the library path, ``api.fit``) with
+  the overrides of each case (likelihood, Student-t degrees of freedom, network, MAP steps,
+  chains, draws, tree depth); test metrics of the calibration report, coverage, wall time.
+
+Usage: ``python benchmarks/nlo_levers.py --group map [--case NAME ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nlo_explore as ex  # noqa: E402
+from _results import RESULTS_DIR, write_json  # noqa: E402
+
+from sigmabnn.workflows import nlo  # noqa: E402
+
+RESULTS = RESULTS_DIR / "nlo_levers.json"
+PROCESS = "1000022,1000022"
+
+MAP_CASES: dict[str, dict[str, Any]] = {
+    "20x20_steps4000_lr3e-3": {"hidden": (20, 20), "steps": 4000, "lr": 3e-3},
+    "20x20_steps20000_lr3e-3": {"hidden": (20, 20), "steps": 20000, "lr": 3e-3},
+    "20x20_steps20000_lr1e-2": {"hidden": (20, 20), "steps": 20000, "lr": 1e-2},
+    "32x32_steps12000_lr3e-3": {"hidden": (32, 32), "steps": 12000, "lr": 3e-3},
+    "20x20x20_steps12000_lr3e-3": {"hidden": (20, 20, 20), "steps": 12000, "lr": 3e-3},
+    "50x50_steps12000_lr3e-3": {"hidden": (50, 50), "steps": 12000, "lr": 3e-3},
+}
+
+
+def save(group: str, case: str, record: dict[str, Any]) -> None:
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"benchmark": "nlo_levers"}
+    data.setdefault(group, {})[case] = record
+    write_json(RESULTS, data)
+    print(f"[saved {group}/{case}]", flush=True)
+
+
+def stamp() -> dict[str, Any]:
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_average_1_5_15": [round(v, 2) for v in os.getloadavg()],
+        "cores": os.cpu_count(),
+    }
+
+
+def group_map(cases: list[str] | None) -> None:
+    derived = nlo.recommended_features(PROCESS)
+    for name, c in MAP_CASES.items():
+        if cases and name not in cases:
+            continue
+        before = stamp()
+        out = ex.run_map_case("recommended", derived, c["hidden"], c["steps"], lr=c["lr"])[0]
+        out["load_average_before"] = before["load_average_1_5_15"]
+        save("map", name, out | stamp())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--group", action="append", required=True)
+    p.add_argument("--case", action="append", default=None)
+    a = p.parse_args(argv)
+    for g in a.group:
+        if g == "map":
+            group_map(a.case)
+        else:
+            raise SystemExit(f"unknown group {g!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    rc = main()
+    print(f"done in {time.perf_counter() - t0:.0f} s", flush=True)
+    sys.exit(rc)
