@@ -31,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nlo_explore as ex  # noqa: E402
 from _results import RESULTS_DIR, write_json  # noqa: E402
-
 from sigmabnn.workflows import nlo  # noqa: E402
 
 RESULTS = RESULTS_DIR / "nlo_levers.json"

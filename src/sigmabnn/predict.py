@@ -37,7 +37,8 @@ quantiles, remain exact).
 Intervals are *central predictive quantiles*, estimated from samples of the
 mixture that include the noise: sample ``s`` uses network ``s mod T`` (every
 network contributes equally when ``num_noise_samples`` is a multiple of T)
-and a standard-normal (Student-t: a ``t_nu`` draw scaled by ``s_t``) draw. Samples are drawn in log space and transformed
+and a standard-normal draw (Student-t noise: a ``t_nu`` draw scaled by ``s_t``).
+Samples are drawn in log space and transformed
 (``10**u`` is monotone, so the original-space quantiles are the transformed
 samples' quantiles). The noise for point ``i`` comes from
 ``jax.random.fold_in(rng_key, i)``, so results do not depend on the chunking;

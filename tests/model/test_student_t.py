@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
-from scipy.special import gammaln
 
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -107,10 +106,9 @@ def exact_location_posterior(y, df=3.0, alpha_b=0.5, hp=HP):
 @pytest.mark.slow
 def test_nuts_with_latent_weight_gibbs_matches_quadrature():
     """Runner: NUTS on the t likelihood, Gibbs on (w, tau); b and tau match the exact posterior."""
+    from mcmc.test_gibbs import assert_mc_close
     from sigmabnn.mcmc.run import sample
     from sigmabnn.model import make_logdensity
-
-    from mcmc.test_gibbs import assert_mc_close
 
     bnn, data = location_problem()
     exact = exact_location_posterior(np.asarray(data.y)[:, 0])

@@ -22,9 +22,8 @@ prediction draws their noise from a Student-t and evaluates t densities
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
