@@ -46,6 +46,15 @@ MAP_CASES: dict[str, dict[str, Any]] = {
 }
 
 
+FIT_CASES: dict[str, dict[str, Any]] = {
+    "gaussian": {},
+    "student_t_df4": {"likelihood": "student_t", "noise_df": 4.0},
+    "student_t_df3": {"likelihood": "student_t", "noise_df": 3.0},
+    "student_t_df2.5": {"likelihood": "student_t", "noise_df": 2.5},
+}
+"""Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
+
+
 def save(group: str, case: str, record: dict[str, Any]) -> None:
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"benchmark": "nlo_levers"}
     data.setdefault(group, {})[case] = record
@@ -72,14 +81,70 @@ def group_map(cases: list[str] | None) -> None:
         save("map", name, out | stamp())
 
 
+def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
+    from sigmabnn.datasets import load_ewino
+
+    data = load_ewino()
+    for name, overrides in FIT_CASES.items():
+        if cases and name not in cases:
+            continue
+        overrides = overrides | extra
+        before = stamp()
+        t0 = time.perf_counter()
+        out = nlo.train_process(0, PROCESS, data=data, progress=False, **overrides)
+        wall = time.perf_counter() - t0
+        sampler = out.report["sampler"]
+        rec = {
+            "overrides": overrides,
+            "config": out.config._asdict(),
+            "metrics_test": out.metrics,
+            "timings": out.report["timings"],
+            "noise_std_log10": out.report["noise_std"],
+            "networks": out.fitted.num_networks,
+            "sampler": {
+                k: sampler.get(k)
+                for k in (
+                    "acceptance",
+                    "divergences",
+                    "rhat_predictions",
+                    "ess_bulk_predictions",
+                    "mean_integration_steps",
+                    "num_grad_evals",
+                )
+            },
+            "wall_seconds_with_scoring": round(wall, 1),
+            "load_average_before": before["load_average_1_5_15"],
+        }
+        m = out.metrics
+        print(
+            f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
+            f"cov {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} "
+            f"z {m['z_std']:.2f} fit {out.report['timings']['fit_seconds']:.0f}s",
+            flush=True,
+        )
+        key = name + "".join(f"_{k}{v}" for k, v in sorted(extra.items()))
+        save("fit", key, rec | stamp())
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", action="append", required=True)
     p.add_argument("--case", action="append", default=None)
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="fit group: an NLOConfig override for every case (value parsed as JSON), e.g. map_steps=12000",
+    )
     a = p.parse_args(argv)
+    extra = {k: json.loads(v) for k, _, v in (s.partition("=") for s in a.set)}
+    extra = {k: tuple(v) if isinstance(v, list) else v for k, v in extra.items()}
     for g in a.group:
         if g == "map":
             group_map(a.case)
+        elif g == "fit":
+            group_fit(a.case, extra)
         else:
             raise SystemExit(f"unknown group {g!r}")
     return 0
