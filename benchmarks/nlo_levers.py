@@ -51,6 +51,10 @@ FIT_CASES: dict[str, dict[str, Any]] = {
     "student_t_df4": {"likelihood": "student_t", "noise_df": 4.0},
     "student_t_df3": {"likelihood": "student_t", "noise_df": 3.0},
     "student_t_df2.5": {"likelihood": "student_t", "noise_df": 2.5},
+    "student_t_df4_map_prec1e4": {"likelihood": "student_t", "noise_df": 4.0, "noise_precision": 1e4},
+    "student_t_df3_map_prec1e4": {"likelihood": "student_t", "noise_df": 3.0, "noise_precision": 1e4},
+    "student_t_df2.5_map_prec1e4": {"likelihood": "student_t", "noise_df": 2.5, "noise_precision": 1e4},
+    "gaussian_map_prec1e4": {"noise_precision": 1e4},
 }
 """Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
 

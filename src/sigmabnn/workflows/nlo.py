@@ -223,6 +223,10 @@ class NLOConfig(NamedTuple):
         likelihood: ``"gaussian"`` or ``"student_t"`` (homoscedastic, precision Gibbs-sampled;
             :class:`~sigmabnn.model.likelihoods.StudentT` with latent per-point weights).
         noise_df: degrees of freedom of the Student-t noise (ignored for ``"gaussian"``).
+        noise_precision: the noise precision of MAP pretraining and the chains' start before
+            it is re-estimated from the MAP residuals (standardised target units; ``None``: the
+            likelihood's default 100, a noise std of 0.1). With heavy-tailed noise a value near
+            the bulk's residual scale makes MAP robust to the tail points.
         method: sampler (``"nuts"``).
         num_chains, num_warmup, num_samples: chains, warm-up iterations and kept draws per chain.
         max_tree_depth: NUTS maximal tree depth.
@@ -239,6 +243,7 @@ class NLOConfig(NamedTuple):
     log_target: bool = True
     likelihood: str = "gaussian"
     noise_df: float = 4.0
+    noise_precision: float | None = None
     method: str = "nuts"
     num_chains: int = 2
     num_warmup: int = 150
@@ -369,6 +374,7 @@ def train_process(
         num_samples=config.num_samples,
         learn_noise=True,
         likelihood=config.likelihood,
+        noise_precision=config.noise_precision,
         **({"noise_df": config.noise_df} if config.likelihood == "student_t" else {}),
         progress=progress,
         derive=config.derive,
