@@ -130,6 +130,36 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
         save("fit", key, rec | stamp())
 
 
+def table() -> str:
+    """The Markdown tables of ``docs/nlo_research.md`` (section 7), from the results file."""
+    data = json.loads(RESULTS.read_text())
+    lines = ["MAP (plain Adam, cosine schedule), test split:", ""]
+    lines += ["| case | R2 log | R2 xsec | median % | p90 % | p99 % | s | load |", "|---|---|---|---|---|---|---|---|"]
+    for name, r in data.get("map", {}).items():
+        t = r["test"]
+        lines.append(
+            f"| {name} | {t['r2_log']:.4f} | {t['r2_xsec']:.3f} | {t['rel_err_median_pct']:.2f} "
+            f"| {t['rel_err_p90_pct']:.1f} | {t['rel_err_p99_pct']:.1f} | {r['seconds']:.0f} "
+            f"| {r['load_average_before'][0]:.1f} |"
+        )
+    lines += ["", "Library path (`train_process` = `api.fit`, NUTS), test split:", ""]
+    lines += [
+        "| case | R2 log | R2 xsec | median % | cov 1s/2s/3s % | z std | noise std (log10) | networks "
+        "| R-hat | fit s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in data.get("fit", {}).items():
+        m, sm = r["metrics_test"], r["sampler"]
+        rhat = sm.get("rhat_predictions")
+        lines.append(
+            f"| {name} | {m['r2_log']:.4f} | {m['r2_xsec']:.3f} | {m['rel_err_median_pct']:.2f} "
+            f"| {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} | {m['z_std']:.2f} "
+            f"| {r['noise_std_log10']:.4f} | {r['networks']} | {'-' if rhat is None else f'{rhat:.2f}'} "
+            f"| {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", action="append", required=True)
@@ -149,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             group_map(a.case)
         elif g == "fit":
             group_fit(a.case, extra)
+        elif g == "table":
+            print(table(), end="")
         else:
             raise SystemExit(f"unknown group {g!r}")
     return 0
