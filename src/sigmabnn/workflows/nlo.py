@@ -210,7 +210,9 @@ class NLOConfig(NamedTuple):
     """The recommended surrogate setup for one process (arguments of :func:`sigmabnn.api.fit`).
 
     The sampler defaults are the settings measured in ``docs/nlo_research.md`` (sized for two
-    shared cores); more chains, draws and a deeper tree give better-mixed chains where time allows.
+    shared cores): four chains from four MAP starts (their spread lowered the median relative
+    error, ``benchmarks/results/nlo_levers.json``); more draws and a deeper tree give
+    better-mixed chains where time allows.
 
     Attributes:
         process: the process, ``"pdg1,pdg2"`` (canonical order).
@@ -245,7 +247,7 @@ class NLOConfig(NamedTuple):
     noise_df: float = 4.0
     noise_precision: float | None = None
     method: str = "nuts"
-    num_chains: int = 2
+    num_chains: int = 4
     num_warmup: int = 150
     num_samples: int = 50
     max_tree_depth: int = 5
