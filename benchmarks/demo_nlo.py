@@ -29,7 +29,7 @@ from thesis_nlo import versions  # noqa: E402  (the sibling script)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGET_SECONDS = 300.0
-SETTINGS = ("num_chains", "num_warmup", "num_samples", "max_tree_depth")
+SETTINGS = ("architecture", "num_chains", "num_warmup", "num_samples", "max_tree_depth", "noise_df")
 
 
 def main() -> int:
@@ -53,6 +53,7 @@ def main() -> int:
             "within_budget": wall <= BUDGET_SECONDS,
             "timings": model.diagnostics.get("timings", {}),
             "networks": model.num_networks,
+            "likelihood": model.bnn.likelihood.name,
             "settings": {k: model.settings.get(k) for k in SETTINGS},
             "grad_evals": model.diagnostics.get("sampler", {}).get("num_grad_evals"),
             "rhat_predictions": model.diagnostics.get("sampler", {}).get("rhat_predictions"),

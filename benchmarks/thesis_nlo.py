@@ -63,6 +63,22 @@ TARGETS = {
 COVERAGE_TOLERANCE = 0.02
 
 
+def describe(c: nlo.NLOConfig) -> str:
+    """One line of what a configuration is, from its fields."""
+    noise = (
+        f"Student-t noise (df {c.noise_df:g}, latent per-point weights and scale Gibbs-sampled)"
+        if c.likelihood == "student_t"
+        else "Gaussian noise (precision Gibbs-sampled)"
+    )
+    start = "" if c.noise_precision is None else f" at noise precision {c.noise_precision:g}"
+    return (
+        f"thesis inputs + {len(c.derive)} physics features, {c.architecture} {c.activation}, "
+        f"Adam {c.map_steps:,} steps at {c.map_learning_rate:g}{start}, {c.method.upper()} depth {c.max_tree_depth} "
+        f"with mass-matrix adaptation, {c.num_chains} chains x ({c.num_warmup} warm-up + {c.num_samples} draws), "
+        f"{noise}"
+    )
+
+
 def configs(args: argparse.Namespace) -> dict[str, tuple[nlo.NLOConfig, str]]:
     """Name -> (config, description)."""
     thesis = {"features": tuple(THESIS_FEATURES), "derive": (), "map_steps": args.thesis_map_steps}
@@ -97,15 +113,8 @@ def configs(args: argparse.Namespace) -> dict[str, tuple[nlo.NLOConfig, str]]:
             f"thesis inputs, 5-50-50-50-1 tanh, Adam {nuts.map_steps} steps, NUTS depth {nuts.max_tree_depth}, "
             f"2 chains x ({nuts.num_warmup} warm-up + {nuts.num_samples} draws) (thesis: 1,000 networks)",
         ),
-        "recommended": (
-            nlo.recommended_config(PROCESS),
-            "recommended: thesis inputs + 13 physics features, 18-20-20-1 tanh, Adam 4,000 steps, NUTS depth 5 "
-            "with mass-matrix adaptation, 2 chains x (150 warm-up + 50 draws), noise precision Gibbs-sampled",
-        ),
-        "demo": (
-            nlo.demo_config(PROCESS),
-            "`sigmabnn demo nlo`: as recommended, Adam 3,000 steps at 1e-2, 2 chains x (100 warm-up + 50 draws)",
-        ),
+        "recommended": (nlo.recommended_config(PROCESS), "recommended: " + describe(nlo.recommended_config(PROCESS))),
+        "demo": (nlo.demo_config(PROCESS), "`sigmabnn demo nlo`: " + describe(nlo.demo_config(PROCESS))),
     }
 
 

@@ -104,23 +104,6 @@ def test_recommended_config_fields_and_overrides():
         nlo.recommended_config("1000022,1000022", chains=3)
 
 
-def test_student_t_log_prob_matches_scipy():
-    import jax.numpy as jnp
-    from scipy import stats
-
-    lik = nlo.StudentT(df=2.5)
-    rng = np.random.default_rng(0)
-    f, y = rng.normal(size=(7, 1)), rng.normal(size=(7, 1)) * 3
-    precision = 4.0
-    scale = 1 / np.sqrt(precision)
-    expected = np.sum(stats.t.logpdf(y, 2.5, loc=f, scale=scale))
-    got = float(lik.log_prob(jnp.asarray(f), jnp.asarray(y), jnp.asarray(precision)))
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
-    np.testing.assert_allclose(lik.aleatoric_variance(jnp.zeros((2, 1)), precision), 2.5 / 0.5 / 4.0)
-    with pytest.raises(ValueError, match="df must be > 0"):
-        nlo.StudentT(df=0.0)
-
-
 def test_hetero_student_t_log_prob_and_pit_match_scipy():
     import jax.numpy as jnp
     from scipy import stats
@@ -142,8 +125,12 @@ def test_hetero_student_t_log_prob_and_pit_match_scipy():
 
 
 def test_train_process_rejects_unsupported_likelihood():
-    with pytest.raises(ValueError, match="gaussian"):
-        nlo.train_process(0, "1000022,1000022", likelihood="student_t")
+    from sigmabnn.errors import InputError
+
+    with pytest.raises(InputError, match="unknown likelihood 'cauchy'; choose from gaussian, student_t"):
+        nlo.train_process(0, "1000022,1000022", likelihood="cauchy")
+    with pytest.raises(InputError, match="degrees of freedom"):
+        nlo.train_process(0, "1000022,1000022", likelihood="student_t", noise_df=1.5)
 
 
 @pytest.mark.slow

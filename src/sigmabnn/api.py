@@ -52,6 +52,8 @@ MCMC_METHODS = ("nuts", "hmc", "mh")
 VI_METHODS = ("bbb", "flipout")
 ENSEMBLE_METHODS = ("ensemble",)
 METHODS = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
+LIKELIHOOD_NAMES = ("gaussian", "student_t")
+"""Noise models :func:`fit` offers (a known per-row noise is chosen by ``noise_column``)."""
 DEFAULT_HIDDEN = (20, 20)
 #: Training/validation rows used for the metrics in the report (a seeded subset of larger sets).
 METRICS_MAX_ROWS = 5000
@@ -86,6 +88,12 @@ def _replace_config(config: Any, options: dict[str, Any], what: str) -> Any:
     if unknown:
         raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
     return config._replace(**options)
+
+
+def _noise_variance_factor(likelihood: Any) -> float:
+    """Noise variance times the noise precision: 1, or ``df / (df - 2)`` for Student-t noise."""
+    df = getattr(likelihood, "df", None) if likelihood.name == "student_t" else None
+    return 1.0 if df is None else df / (df - 2.0)
 
 
 def _subset(n: int, seed: int) -> np.ndarray:
@@ -168,6 +176,8 @@ def fit(
     learn_noise: bool = True,
     noise_precision: float | None = None,
     noise_column: str | None = None,
+    likelihood: str = "gaussian",
+    noise_df: float | None = None,
     dtype: str = "float64",
     progress: bool = True,
     derive: Iterable[Any] = (),
@@ -200,6 +210,10 @@ def fit(
         noise_column: column with a known per-row noise std of the target
             (original units; for a log target converted to log10 units as
             ``std / (y ln 10)``); uses the known-noise likelihood.
+        likelihood: noise model of the standardised target, ``"gaussian"`` or
+            ``"student_t"`` (heavy tails; :class:`~sigmabnn.model.likelihoods.StudentT`,
+            its precision learnt by Gibbs updates with latent per-point weights).
+        noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"`` or ``"float32"``.
         progress: progress bars on stderr.
         derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
@@ -238,7 +252,7 @@ def fit(
     from sigmabnn.evaluate.metrics import evaluate
     from sigmabnn.fitted import FittedModel
     from sigmabnn.io.model_file import to_jsonable
-    from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian, KnownNoiseGaussian
+    from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian, KnownNoiseGaussian, StudentT
     from sigmabnn.model.mlp import num_params
     from sigmabnn.model.posterior import BNN, Data
     from sigmabnn.model.priors import GaussianPrior
@@ -257,6 +271,13 @@ def fit(
         raise InputError(str(err)) from None
     if noise_precision is not None and not (np.isfinite(noise_precision) and noise_precision > 0):
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
+    likelihood_name = str(likelihood).lower()
+    if likelihood_name not in LIKELIHOOD_NAMES:
+        raise InputError(f"unknown likelihood {likelihood!r}; choose from {', '.join(LIKELIHOOD_NAMES)}")
+    if likelihood_name == "student_t" and (noise_column is not None or method in ENSEMBLE_METHODS):
+        raise InputError("the student_t likelihood has a learnt homoscedastic scale: no --noise-column, no ensemble")
+    if noise_df is not None and likelihood_name != "student_t":
+        raise InputError("noise_df (degrees of freedom) is an option of the student_t likelihood")
 
     derive = tuple(derive)
     run_args = _run_args(
@@ -265,6 +286,7 @@ def fit(
         split=list(split), seed=int(seed), num_chains=int(num_chains), num_warmup=num_warmup,
         num_samples=num_samples, learn_noise=bool(learn_noise), noise_precision=noise_precision,
         noise_column=noise_column, dtype=dtype, derive=list(derive), method_options=method_options,
+        **({"likelihood": likelihood_name, "noise_df": noise_df} if likelihood_name != "gaussian" else {}),
     ) if checkpoint is not None else None  # fmt: skip
     df, source = _read(data)
     derived: tuple[tuple[str, str], ...] = ()
@@ -298,6 +320,15 @@ def fit(
     elif noise_column is not None:
         likelihood = KnownNoiseGaussian()
         learn_noise = False
+    elif likelihood_name == "student_t":
+        try:
+            likelihood = StudentT(
+                df=float(4.0 if noise_df is None else noise_df),
+                precision=float(noise_precision) if noise_precision is not None else StudentT.precision,
+                learn_precision=bool(learn_noise),
+            )
+        except (TypeError, ValueError) as err:
+            raise InputError(str(err)) from None
     else:
         likelihood = Gaussian(
             precision=float(noise_precision) if noise_precision is not None else Gaussian.precision,
@@ -338,6 +369,7 @@ def fit(
         "dtype": dtype,
         "prior_precision": 1.0,
         "learn_noise": bool(learn_noise),
+        **({"noise_df": float(likelihood.df)} if likelihood.name == "student_t" else {}),
     }
     adapted: dict[str, np.ndarray] = {}
     t_fit = time.perf_counter()
@@ -479,7 +511,7 @@ def fit(
         "sampler": sampler,
         "noise_std": None
         if noise_column is not None or method in ENSEMBLE_METHODS
-        else float(np.mean(1.0 / np.sqrt(noise_prec)) * float(y_transform.scale[0])),
+        else float(np.mean(np.sqrt(_noise_variance_factor(likelihood) / noise_prec)) * float(y_transform.scale[0])),
         "timings": timings,
         "metrics": metrics,
     }

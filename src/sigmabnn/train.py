@@ -7,7 +7,9 @@ call:
 1. one MAP estimate per chain (:func:`sigmabnn.map.pretrain_map`, each start
    from its own random draw) at the BNN's default hyperparameters;
 2. when the noise precision is learnt, its initial value is estimated from
-   the MAP residuals (the mean of its Gibbs conditional, pooled over chains);
+   the MAP residuals (the mean of its Gibbs conditional, pooled over chains;
+   for Student-t noise the maximum-likelihood scale, see
+   :func:`sigmabnn.mcmc.gibbs.initial_noise_precision`);
 3. :func:`sigmabnn.mcmc.run.sample`: windowed warm-up and sampling with the
    chosen kernel, with conjugate Gibbs updates of the precisions
    (:mod:`sigmabnn.mcmc.gibbs`) after every weight update when any are learnt.
@@ -32,7 +34,7 @@ import numpy as np
 
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_map
-from sigmabnn.mcmc.gibbs import HyperPrior, make_gibbs_fn, noise_conditional
+from sigmabnn.mcmc.gibbs import NOISE_LIKELIHOODS, HyperPrior, initial_noise_precision, make_gibbs_fn
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
 
 Array = jax.Array
@@ -54,8 +56,8 @@ class MCMCConfig(NamedTuple):
         num_integration_steps: HMC leapfrog steps per transition (the thesis's L).
         random_direction: HMC integrates forwards or backwards at random (thesis Algorithm 4).
         dense_mass: adapt a dense inverse mass matrix instead of a diagonal one.
-        learn_noise: Gibbs-sample the Gaussian noise precision; ``None`` follows
-            ``bnn.likelihood.learn_precision`` (false for other likelihoods).
+        learn_noise: Gibbs-sample the noise precision of a Gaussian or Student-t likelihood;
+            ``None`` follows ``bnn.likelihood.learn_precision`` (false for other likelihoods).
         learn_prior: Gibbs-sample the per-layer kernel and bias precisions.
         hyperprior: Gamma hyperpriors of the learnt precisions.
         map: MAP pretraining settings; ``None`` skips pretraining and starts
@@ -142,7 +144,7 @@ def default_config(n_data: int, num_params: int) -> MCMCConfig:
 
 def _resolve_learn_noise(bnn: BNN, learn_noise: bool | None) -> bool:
     if learn_noise is None:
-        return bool(getattr(bnn.likelihood, "learn_precision", False)) and bnn.likelihood.name == "gaussian"
+        return bool(getattr(bnn.likelihood, "learn_precision", False)) and bnn.likelihood.name in NOISE_LIKELIHOODS
     return bool(learn_noise)
 
 
@@ -227,8 +229,7 @@ def fit_mcmc(
             positions, map_info = draw_starts(key_map, bnn, hyper, num_chains, "glorot"), None
         positions = jax.block_until_ready(positions)
         if learn_noise and config.noise_from_map:
-            shapes, rates = jax.vmap(lambda p: noise_conditional(bnn, data, config.hyperprior, p))(positions)
-            noise = jnp.mean(shapes) / jnp.mean(rates)  # conditional mean at the chains' mean SSE
+            noise = initial_noise_precision(bnn, data, config.hyperprior, positions)
             hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
         map_seconds = time.perf_counter() - t_start
         if checkpoint is not None:

@@ -105,6 +105,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PRECISION",
         help="fix the noise precision 1/sigma^2 (standardised target units) instead of learning it",
     )
+    sampler.add_argument(
+        "--likelihood",
+        choices=("gaussian", "student_t"),
+        default=None,
+        help="noise model: gaussian (default) or student_t (heavy tails, latent per-point precisions Gibbs-sampled)",
+    )
+    sampler.add_argument(
+        "--df",
+        type=common.positive_float,
+        metavar="NU",
+        help="degrees of freedom of the student_t noise (> 2, default 4)",
+    )
     p.add_argument(
         "--out",
         "-o",
@@ -139,6 +151,8 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "num_warmup": args.warmup,
         "num_samples": args.draws,
         "noise_precision": args.fixed_noise,
+        "likelihood": args.likelihood,
+        "noise_df": args.df,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
     return kwargs

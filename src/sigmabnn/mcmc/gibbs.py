@@ -10,12 +10,29 @@ Springer 1996, sec. 3.2 / 4.1):
   ``lambda | theta, D ~ Gamma(a_noise + N / 2, b_noise + SSE / 2)``, where
   ``N`` is the number of target values (``y.size``) and
   ``SSE = sum (y - f(x; theta))^2``;
+- Student-t noise (:class:`~sigmabnn.model.likelihoods.StudentT`, ``df = nu``) as a
+  Gaussian scale mixture ``y_i ~ N(f_i, 1 / (tau w_i))``, ``w_i ~ Gamma(nu / 2, nu / 2)``:
+  the latent weights ``w_i | theta, tau ~ Gamma((nu + 1) / 2, (nu + tau r_i^2) / 2)``, then
+  ``tau | theta, w ~ Gamma(a_noise + N / 2, b_noise + sum w_i r_i^2 / 2)``
+  (:func:`latent_weight_conditional`, :func:`noise_conditional` with ``weights``);
 - kernel precision of layer ``l``,
   ``lambda_W^l | theta ~ Gamma(a_W + n_l / 2, b_W + ||W^l||^2 / 2)`` with
   ``n_l`` the number of kernel entries of that layer;
 - bias precision of layer ``l``, likewise with the bias vector.
 
 Gamma(shape, rate) draws are ``jax.random.gamma(key, shape) / rate``.
+
+Student-t noise is sampled as a *partially collapsed* Gibbs sampler (van Dyk and Park,
+JASA 103 (2008) 790): the weight update (NUTS/HMC/MH) targets ``p(theta | tau, D)`` with the
+weights ``w`` integrated out (the t likelihood itself), and is followed at once by a draw of
+``w`` from its full conditional and of ``tau`` given ``w``. The first two steps together are
+an exact draw from ``p(theta, w | tau, D)`` (the old ``w`` is never used), the last leaves
+``p(tau | theta, w, D)`` invariant, so the chain targets the joint posterior, while the sampler
+sees the smooth marginal likelihood: a weight update conditioned on ``w`` would be pinned
+to the points the current ``w`` trusts, and theta and ``w`` would mix slowly (data
+augmentation's known failure when the latent variables are informative). ``w`` ``[n, t]`` is
+drawn inside every Gibbs update and discarded: nothing per data point is stored in the
+chains, the draws or the model file.
 """
 
 from __future__ import annotations
@@ -26,12 +43,24 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sigmabnn.model.likelihoods import noise_df
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 from sigmabnn.model.priors import layer_sizes, squared_norms
 
 Array = jax.Array
 
-__all__ = ["HyperPrior", "GibbsFn", "make_gibbs_fn", "noise_conditional", "prior_conditionals"]
+__all__ = [
+    "HyperPrior",
+    "GibbsFn",
+    "initial_noise_precision",
+    "latent_weight_conditional",
+    "make_gibbs_fn",
+    "noise_conditional",
+    "prior_conditionals",
+]
+
+NOISE_LIKELIHOODS = ("gaussian", "student_t")
+"""Likelihoods whose noise precision has a (conditionally) conjugate Gibbs update."""
 
 GibbsFn = Callable[[Array, Array, Hyperparameters], Hyperparameters]
 
@@ -69,17 +98,67 @@ def _check(hyperprior: HyperPrior) -> None:
             raise ValueError(f"hyperprior {name} must be positive, got {value}")
 
 
-def noise_conditional(bnn: BNN, data: Data, hyperprior: HyperPrior, position: Array) -> tuple[Array, Array]:
-    """``(shape, rate)`` of the Gamma conditional of the noise precision given ``position`` (scalars)."""
+def residuals(bnn: BNN, data: Data, position: Array) -> Array:
+    """``y - f(x; theta)`` ``[n, t]`` at ``position`` (target units of the model space)."""
     f = bnn.apply(bnn.unflatten(position), data.x)
     y = data.y if data.y.ndim == 2 else data.y[:, None]
-    r = y - f
-    sse = jnp.sum(jnp.square(r))
-    dtype = position.dtype
+    return y - f
+
+
+def noise_conditional(
+    bnn: BNN, data: Data, hyperprior: HyperPrior, position: Array, weights: Array | None = None
+) -> tuple[Array, Array]:
+    """``(shape, rate)`` of the Gamma conditional of the noise precision given ``position`` (scalars).
+
+    ``weights`` ``[n, t]``: the latent weights ``w`` of Student-t noise (the rate then uses
+    ``sum w r^2``); ``None`` is the Gaussian (all weights one).
+    """
+    return _noise_gamma(hyperprior, residuals(bnn, data, position), weights)
+
+
+def _noise_gamma(hyperprior: HyperPrior, r: Array, weights: Array | None) -> tuple[Array, Array]:
+    r2 = jnp.square(r) if weights is None else weights * jnp.square(r)
     return (
-        jnp.asarray(hyperprior.noise_shape + 0.5 * r.size, dtype),
-        jnp.asarray(hyperprior.noise_rate, dtype) + 0.5 * sse,
+        jnp.asarray(hyperprior.noise_shape + 0.5 * r.size, r.dtype),
+        jnp.asarray(hyperprior.noise_rate, r.dtype) + 0.5 * jnp.sum(r2),
     )
+
+
+def latent_weight_conditional(df: float, noise_precision: Array, r: Array) -> tuple[Array, Array]:
+    """``(shape, rate)`` ``[n, t]`` of the Gamma conditionals of Student-t latent weights.
+
+    For ``y_i ~ N(f_i, 1 / (tau w_i))``, ``w_i ~ Gamma(df / 2, rate df / 2)``:
+    ``w_i | r_i, tau ~ Gamma((df + 1) / 2, (df + tau r_i^2) / 2)``, residuals ``r`` ``[n, t]``
+    in target units, ``tau`` (``noise_precision``) a scalar in 1 / (target units)^2.
+    """
+    df_ = jnp.asarray(df, r.dtype)
+    shape = jnp.broadcast_to(0.5 * (df_ + 1.0), r.shape)
+    return shape, 0.5 * (df_ + noise_precision * jnp.square(r))
+
+
+def initial_noise_precision(
+    bnn: BNN, data: Data, hyperprior: HyperPrior, positions: Array, num_iterations: int = 50
+) -> Array:
+    """A starting noise precision from fitted networks ``positions`` ``[C, d]`` (scalar, their dtype).
+
+    Gaussian: the mean of the Gibbs conditional at the chains' mean SSE. Student-t: the maximum
+    likelihood scale of the pooled residuals, by ``num_iterations`` steps of the EM fixed point
+    ``tau <- N / sum w r^2`` with ``w = E[w | r, tau] = (df + 1) / (df + tau r^2)`` (Lange, Little
+    and Taylor, JASA 84 (1989) 881), started from the Gaussian value; the Gaussian value
+    underestimates ``tau`` when a few residuals are large.
+    """
+    shapes, rates = jax.vmap(lambda p: noise_conditional(bnn, data, hyperprior, p))(positions)
+    tau = jnp.mean(shapes) / jnp.mean(rates)
+    df = noise_df(bnn.likelihood)
+    if df is None:
+        return tau
+    r2 = jnp.square(jax.vmap(lambda p: residuals(bnn, data, p))(positions))
+
+    def em(_, tau):
+        w = (df + 1.0) / (df + tau * r2)
+        return r2.size / jnp.sum(w * r2)
+
+    return jax.lax.fori_loop(0, int(num_iterations), em, tau)
 
 
 def prior_conditionals(bnn: BNN, hyperprior: HyperPrior, position: Array) -> tuple[Array, Array, Array, Array]:
@@ -112,12 +191,13 @@ def make_gibbs_fn(
 
     Draws the noise precision (if ``learn_noise``) and the per-layer kernel
     and bias precisions (if ``learn_prior``) from their exact conditionals
-    given ``position``; the other fields are returned unchanged. Pure and
-    jittable; ``jax.vmap`` it over chains.
+    given ``position``; the other fields are returned unchanged. With
+    Student-t noise the latent weights are drawn first and the precision given
+    them (see the module docstring). Pure and jittable; ``jax.vmap`` it over chains.
 
     Raises:
         ValueError: ``learn_noise`` with a likelihood other than the
-            homoscedastic Gaussian, or a non-positive hyperprior parameter.
+            homoscedastic Gaussian or Student-t, or a non-positive hyperprior parameter.
     """
     hyperprior = HyperPrior() if hyperprior is None else hyperprior
     _check(hyperprior)
@@ -126,13 +206,21 @@ def make_gibbs_fn(
         jnp.asarray(data.y, bnn.jdtype) if learn_noise else data.y,
         data.noise_std,
     )
-    if learn_noise and bnn.likelihood.name != "gaussian":
-        raise ValueError(f"learning the noise precision needs the 'gaussian' likelihood, not {bnn.likelihood.name!r}")
+    if learn_noise and bnn.likelihood.name not in NOISE_LIKELIHOODS:
+        raise ValueError(
+            f"learning the noise precision needs the 'gaussian' or 'student_t' likelihood, not {bnn.likelihood.name!r}"
+        )
+    df = noise_df(bnn.likelihood)
 
     def gibbs_fn(rng_key: Array, position: Array, hyper: Hyperparameters) -> Hyperparameters:
         key_noise, key_w, key_b = jax.random.split(rng_key, 3)
         noise, weight, bias = hyper
-        if learn_noise:
+        if learn_noise and df is not None:
+            key_latent, key_noise = jax.random.split(key_noise)
+            r = residuals(bnn, data, position)
+            latent = _gamma(key_latent, *latent_weight_conditional(df, noise, r))
+            noise = _gamma(key_noise, *_noise_gamma(hyperprior, r, latent)).astype(noise.dtype)
+        elif learn_noise:
             noise = _gamma(key_noise, *noise_conditional(bnn, data, hyperprior, position)).astype(noise.dtype)
         if learn_prior:
             ws, wr, bs, br = prior_conditionals(bnn, hyperprior, position)

@@ -7,6 +7,8 @@ from sigmabnn.model.likelihoods import (
     Gaussian,
     HeteroscedasticGaussian,
     KnownNoiseGaussian,
+    StudentT,
+    noise_df,
 )
 from sigmabnn.model.mlp import MLP, Layer, Params, forward, init_params, num_params, parse_architecture
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
@@ -25,9 +27,11 @@ __all__ = [
     "KnownNoiseGaussian",
     "Layer",
     "Params",
+    "StudentT",
     "forward",
     "init_params",
     "make_logdensity",
+    "noise_df",
     "num_params",
     "parse_architecture",
 ]

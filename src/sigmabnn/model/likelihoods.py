@@ -11,16 +11,23 @@ Every likelihood is a frozen (hashable) dataclass with
 
 Names say what they hold: a *precision* is 1 / variance, a *std* is a
 standard deviation. ``noise_precision`` is a scalar array (the likelihood's
-lambda of eq. 4.24, fixed or Gibbs-sampled); ``noise_std`` is ``[n]`` or
-``[n, t]`` (known per-point noise) or ``None``.
+lambda of eq. 4.24, fixed or Gibbs-sampled; for :class:`StudentT` the
+precision ``1 / scale^2`` of its Gaussian components at unit latent weight);
+``noise_std`` is ``[n]`` or ``[n, t]`` (known per-point noise) or ``None``.
+
+Likelihoods with heavy-tailed noise also have ``df`` (degrees of freedom):
+prediction draws their noise from a Student-t and evaluates t densities
+(:func:`noise_df`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import gammaln
 
 Array = jax.Array
 
@@ -138,11 +145,69 @@ class Categorical:
         return p * (1.0 - p)
 
 
-Likelihood = Gaussian | KnownNoiseGaussian | HeteroscedasticGaussian | Categorical
+@dataclass(frozen=True)
+class StudentT:
+    """Homoscedastic Student-t noise: ``y = f + e``, ``e ~ t_df(0, s)`` with scale ``s = 1 / sqrt(tau)``.
+
+    ``log p = sum_i [log Gamma((df + 1) / 2) - log Gamma(df / 2) - log(pi df) / 2 + log(tau) / 2
+    - (df + 1) / 2 log(1 + tau r_i^2 / df)]`` with residuals ``r = y - f``: the marginal of the
+    Gaussian scale mixture ``y_i ~ N(f_i, 1 / (tau w_i))``, ``w_i ~ Gamma(df / 2, rate df / 2)``
+    (Andrews and Mallows 1974; Gelman et al., *Bayesian Data Analysis*, 3rd ed., sec. 17.2).
+    The scale-mixture form makes ``tau`` conditionally conjugate given the latent weights ``w``,
+    so it is Gibbs-sampled like the Gaussian's precision (:mod:`sigmabnn.mcmc.gibbs`); the
+    weights are drawn there and never stored. Heavy tails let a fit leave a few hard points
+    (near amplitude cancellations, say) outside the bulk instead of bending the whole surface
+    towards them, and make predictive intervals narrower in the bulk and wider in the tail than
+    one Gaussian width can.
+
+    Attributes:
+        df: degrees of freedom ``nu``, fixed, ``> 2`` so that the noise variance
+            ``df / (df - 2) / tau`` (and the predictive std) exists; small values are
+            heavy tails, ``df -> inf`` is the Gaussian.
+        precision: fixed / initial ``tau = 1 / s^2``, in 1 / (target units)^2 (not
+            1 / variance: the variance is ``df / (df - 2) / tau``).
+        learn_precision: Gibbs-sample ``tau`` (with the latent weights).
+    """
+
+    df: float = 4.0
+    precision: float = 100.0
+    learn_precision: bool = False
+    name: str = "student_t"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.df, int | float) and math.isfinite(self.df) and self.df > 2):
+            raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {self.df}")
+        if not (isinstance(self.precision, int | float) and math.isfinite(self.precision) and self.precision > 0):
+            raise ValueError(f"Student-t precision must be a positive number, got {self.precision}")
+
+    def output_dim(self, target_dim: int) -> int:
+        return target_dim
+
+    def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        nu = jnp.asarray(self.df, f.dtype)
+        tau = jnp.asarray(noise_precision, f.dtype)
+        norm = gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * jnp.log(jnp.pi * nu) + 0.5 * jnp.log(tau)
+        return f.size * norm - 0.5 * (nu + 1.0) * jnp.sum(jnp.log1p(tau * jnp.square(y - f) / nu))
+
+    def mean(self, f: Array) -> Array:
+        return f
+
+    def aleatoric_variance(self, f: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        factor = self.df / (self.df - 2.0)
+        return jnp.broadcast_to(factor / noise_precision, f.shape).astype(f.dtype)
+
+
+def noise_df(likelihood: object) -> float | None:
+    """Degrees of freedom of a likelihood's Student-t noise, or ``None`` for Gaussian noise."""
+    return float(likelihood.df) if getattr(likelihood, "name", None) == "student_t" else None
+
+
+Likelihood = Gaussian | KnownNoiseGaussian | HeteroscedasticGaussian | Categorical | StudentT
 
 LIKELIHOODS: dict[str, type] = {
     "gaussian": Gaussian,
     "known_noise": KnownNoiseGaussian,
     "heteroscedastic": HeteroscedasticGaussian,
     "categorical": Categorical,
+    "student_t": StudentT,
 }

@@ -1,0 +1,250 @@
+"""Levers toward the chi1^0 chi1^0 targets of the recommended NLO configuration, measured one at a time.
+
+Each group writes its measured numbers into ``benchmarks/results/nlo_levers.json`` (merged by
+group and case, written atomically, with the date and the load average of every case);
+``docs/nlo_research.md`` quotes only numbers from there.
+
+Groups (``--group NAME``, repeatable):
+
+- ``map``: MAP levers for the point accuracy (network size, Adam steps, learning rate),
+  plain JAX/Optax full-batch Adam with a cosine schedule (``nlo_explore.fit_map``) on the
+  recommended features; test R^2 log / xsec and relative errors, wall seconds.
+- ``fit``: :func:`sigmabnn.workflows.nlo.train_process` (the library path, ``api.fit``) with
+  the overrides of each case (likelihood, Student-t degrees of freedom, network, MAP steps,
+  chains, draws, tree depth); test metrics of the calibration report, coverage, wall time.
+
+- ``table``: print the tables; ``docs``: write them (and the targets table of
+  ``results/thesis_nlo.md``) into the generated blocks of ``docs/nlo_research.md``.
+
+Usage: ``python benchmarks/nlo_levers.py --group map [--case NAME ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nlo_explore as ex  # noqa: E402
+from _results import RESULTS_DIR, write_json, write_text_atomic  # noqa: E402
+from sigmabnn.workflows import nlo  # noqa: E402
+
+RESULTS = RESULTS_DIR / "nlo_levers.json"
+PROCESS = "1000022,1000022"
+
+MAP_CASES: dict[str, dict[str, Any]] = {
+    "20x20_steps4000_lr3e-3": {"hidden": (20, 20), "steps": 4000, "lr": 3e-3},
+    "20x20_steps20000_lr3e-3": {"hidden": (20, 20), "steps": 20000, "lr": 3e-3},
+    "20x20_steps20000_lr1e-2": {"hidden": (20, 20), "steps": 20000, "lr": 1e-2},
+    "32x32_steps12000_lr3e-3": {"hidden": (32, 32), "steps": 12000, "lr": 3e-3},
+    "20x20x20_steps12000_lr3e-3": {"hidden": (20, 20, 20), "steps": 12000, "lr": 3e-3},
+    "50x50_steps12000_lr3e-3": {"hidden": (50, 50), "steps": 12000, "lr": 3e-3},
+}
+
+
+FIT_CASES: dict[str, dict[str, Any]] = {
+    "gaussian": {},
+    "student_t_df4": {"likelihood": "student_t", "noise_df": 4.0},
+    "student_t_df3": {"likelihood": "student_t", "noise_df": 3.0},
+    "student_t_df2.5": {"likelihood": "student_t", "noise_df": 2.5},
+    "student_t_df4_map_prec1e4": {"likelihood": "student_t", "noise_df": 4.0, "noise_precision": 1e4},
+    "student_t_df3_map_prec1e4": {"likelihood": "student_t", "noise_df": 3.0, "noise_precision": 1e4},
+    "student_t_df2.5_map_prec1e4": {"likelihood": "student_t", "noise_df": 2.5, "noise_precision": 1e4},
+    "gaussian_map_prec1e4": {"noise_precision": 1e4},
+}
+"""Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
+
+
+def save(group: str, case: str, record: dict[str, Any]) -> None:
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"benchmark": "nlo_levers"}
+    data.setdefault(group, {})[case] = record
+    write_json(RESULTS, data)
+    print(f"[saved {group}/{case}]", flush=True)
+
+
+def stamp() -> dict[str, Any]:
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_average_1_5_15": [round(v, 2) for v in os.getloadavg()],
+        "cores": os.cpu_count(),
+    }
+
+
+def group_map(cases: list[str] | None) -> None:
+    derived = nlo.recommended_features(PROCESS)
+    for name, c in MAP_CASES.items():
+        if cases and name not in cases:
+            continue
+        before = stamp()
+        out = ex.run_map_case("recommended", derived, c["hidden"], c["steps"], lr=c["lr"])[0]
+        out["load_average_before"] = before["load_average_1_5_15"]
+        save("map", name, out | stamp())
+
+
+def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
+    from sigmabnn.datasets import load_ewino
+
+    data = load_ewino()
+    for name, overrides in FIT_CASES.items():
+        if cases and name not in cases:
+            continue
+        overrides = overrides | extra
+        before = stamp()
+        t0 = time.perf_counter()
+        out = nlo.train_process(0, PROCESS, data=data, progress=False, **overrides)
+        wall = time.perf_counter() - t0
+        sampler = out.report["sampler"]
+        rec = {
+            "overrides": overrides,
+            "config": out.config._asdict(),
+            "metrics_test": out.metrics,
+            "timings": out.report["timings"],
+            "noise_std_log10": out.report["noise_std"],
+            "networks": out.fitted.num_networks,
+            "sampler": {
+                k: sampler.get(k)
+                for k in (
+                    "acceptance",
+                    "divergences",
+                    "rhat_predictions",
+                    "ess_bulk_predictions",
+                    "mean_integration_steps",
+                    "num_grad_evals",
+                )
+            },
+            "wall_seconds_with_scoring": round(wall, 1),
+            "load_average_before": before["load_average_1_5_15"],
+        }
+        m = out.metrics
+        print(
+            f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
+            f"cov {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} "
+            f"z {m['z_std']:.2f} fit {out.report['timings']['fit_seconds']:.0f}s",
+            flush=True,
+        )
+        key = name + "".join(f"_{k}{v}" for k, v in sorted(extra.items()))
+        save("fit", key, rec | stamp())
+
+
+def table() -> str:
+    """The Markdown tables of ``docs/nlo_research.md`` (section 7), from the results file."""
+    data = json.loads(RESULTS.read_text())
+    lines = ["MAP (plain Adam, cosine schedule), test split:", ""]
+    lines += ["| case | R2 log | R2 xsec | median % | p90 % | p99 % | s | load |", "|---|---|---|---|---|---|---|---|"]
+    for name, r in data.get("map", {}).items():
+        t = r["test"]
+        lines.append(
+            f"| {name} | {t['r2_log']:.4f} | {t['r2_xsec']:.3f} | {t['rel_err_median_pct']:.2f} "
+            f"| {t['rel_err_p90_pct']:.1f} | {t['rel_err_p99_pct']:.1f} | {r['seconds']:.0f} "
+            f"| {r['load_average_before'][0]:.1f} |"
+        )
+    lines += ["", "Library path (`train_process` = `api.fit`, NUTS), test split:", ""]
+    lines += [
+        "| case | R2 log | R2 xsec | median % | cov 1s/2s/3s % | z std | noise std (log10) | networks "
+        "| R-hat | fit s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in data.get("fit", {}).items():
+        m, sm = r["metrics_test"], r["sampler"]
+        rhat = sm.get("rhat_predictions")
+        lines.append(
+            f"| {name} | {m['r2_log']:.4f} | {m['r2_xsec']:.3f} | {m['rel_err_median_pct']:.2f} "
+            f"| {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} | {m['z_std']:.2f} "
+            f"| {r['noise_std_log10']:.4f} | {r['networks']} | {'-' if rhat is None else f'{rhat:.2f}'} "
+            f"| {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "nlo_research.md"
+
+
+def thesis_targets() -> str:
+    """The "Targets of the recommended configuration" table of ``results/thesis_nlo.md``."""
+    text = (RESULTS_DIR / "thesis_nlo.md").read_text()
+    part = text.split("## Targets of the recommended configuration", 1)[1]
+    return part.strip() + "\n"
+
+
+def thesis_runs() -> str:
+    """Recommended and demo records of ``results/thesis_nlo.json`` and the demo command's timing."""
+    records = json.loads((RESULTS_DIR / "thesis_nlo.json").read_text())["records"]
+    lines = [
+        "  | config | R^2 log | R^2 xsec | median rel. err. | cov 1s/2s/3s | z std | train s | networks | R-hat "
+        "| load | date |",
+        "  |---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        if r["config"] not in ("recommended", "demo"):
+            continue
+        cov = "/".join(f"{100 * r[f'coverage_{k}s']:.1f}" for k in (1, 2, 3))
+        lines.append(
+            f"  | {r['config']} | {r['r2_log']:.4f} | {r['r2_xsec']:.3f} | {100 * r['median_rel_err']:.2f} % "
+            f"| {cov} % | {r['z_std']:.2f} | {r['train_seconds']:.0f} | {r['networks']} "
+            f"| {r['rhat_predictions']:.2f} | {r['loadavg_before'][0]:.1f} | {r['date'][:16]} |"
+        )
+    demo = json.loads((RESULTS_DIR / "demo_nlo.json").read_text())
+    lines += [
+        "",
+        f"  `sigmabnn demo nlo` end to end: {demo['wall_seconds']:.0f} s (budget {demo['budget_seconds']:.0f} s), "
+        f"{demo['networks']} networks, load {demo['loadavg_before'][0]:.1f} at the start, {demo['date'][:16]}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def update_docs() -> None:
+    """Replace the generated blocks of ``docs/nlo_research.md`` (between ``<!-- begin NAME -->`` and
+    ``<!-- end NAME -->``) with the tables generated from the results files."""
+    text = DOCS.read_text()
+    for name, fn in (("levers", table), ("thesis-targets", thesis_targets), ("thesis-runs", thesis_runs)):
+        begin, end = (
+            f"<!-- begin {name} (generated by benchmarks/nlo_levers.py --group docs) -->",
+            f"<!-- end {name} -->",
+        )
+        if begin not in text:
+            continue
+        head, rest = text.split(begin, 1)
+        text = head + begin + "\n\n" + fn() + "\n" + end + rest.split(end, 1)[1]
+    write_text_atomic(DOCS, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--group", action="append", required=True)
+    p.add_argument("--case", action="append", default=None)
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="fit group: an NLOConfig override for every case (value parsed as JSON), e.g. map_steps=12000",
+    )
+    a = p.parse_args(argv)
+    extra = {k: json.loads(v) for k, _, v in (s.partition("=") for s in a.set)}
+    extra = {k: tuple(v) if isinstance(v, list) else v for k, v in extra.items()}
+    for g in a.group:
+        if g == "map":
+            group_map(a.case)
+        elif g == "fit":
+            group_fit(a.case, extra)
+        elif g == "table":
+            print(table(), end="")
+        elif g == "docs":
+            update_docs()
+        else:
+            raise SystemExit(f"unknown group {g!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    rc = main()
+    print(f"done in {time.perf_counter() - t0:.0f} s", flush=True)
+    sys.exit(rc)
