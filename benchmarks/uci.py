@@ -175,27 +175,38 @@ def test_scores(fitted: Any, x_test: np.ndarray, y_test: np.ndarray) -> dict[str
 def method_options(method: str, n_train: int, num_features: int, n_hidden: int) -> dict[str, Any]:
     """Keyword arguments of :func:`sigmabnn.api.fit` for one method, sized to the time budget.
 
-    NUTS: chains from MAP starts. A gradient costs time proportional to ``n``,
-    and the reduced run (5 splits of six data sets, 2 of protein, three
-    methods) has to fit 60 minutes of a 2-core machine, so chains, warm-up,
-    draws and the tree depth (at most ``2**depth - 1`` gradients per
-    iteration) shrink with ``n``: short chains that start at MAP estimates and
-    rely on the learnt precisions, not converged long runs.
+    The single place of every method's settings. The reduced run (5 splits of
+    six data sets, 2 of protein, three methods: 96 cells) has to fit 60
+    minutes of a 2-core machine, so budgets shrink with the training-set size
+    ``n_train`` in three classes (:data:`SIZE_CLASSES`), measured on one split
+    each (CPU seconds per split, one XLA thread):
+
+    - NUTS: chains from MAP starts; a gradient costs time proportional to
+      ``n``, an iteration at most ``2**depth - 1`` gradients, so chains,
+      warm-up, draws and tree depth shrink with ``n``: short chains that start
+      at MAP estimates and rely on the Gibbs-learnt noise and prior
+      precisions, not converged long runs (small sets: 3 chains of 300 + 100
+      at depth 6, about 55 s on Boston; kin8nm at 3 chains of 200 + 50, depth
+      5, took 148 s for LL 1.26, so the medium class keeps 2 chains of
+      100 + 40 at depth 4).
+    - BBB: 2,000 Adam steps (full batch up to 2,000 rows, else minibatches of 512).
+    - Ensemble: the early-stopping stage is the cost. Minibatches of 512 and at
+      most 1,500 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
+      1.27); on protein minibatches of 4,096 and at most 400 steps, because each
+      minibatch step draws a permutation of all ``n`` rows.
     """
     from sigmabnn.map import MAPConfig
 
     arch = f"{num_features}-{n_hidden}-1"
     common = {"architecture": arch, "activation": "tanh", "progress": False}
+    size = sum(n_train > bound for bound in SIZE_CLASSES)  # 0 small, 1 medium, 2 large
     if method == "nuts":
-        if n_train <= SIZE_CLASSES[0]:
-            chains, warmup, samples, depth = 4, 300, 100, 6
-            map_config = MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200)
-        elif n_train <= SIZE_CLASSES[1]:
-            chains, warmup, samples, depth = 3, 100, 30, 4
-            map_config = MAPConfig(learning_rate=1e-2, num_steps=500, patience=200)
-        else:
-            chains, warmup, samples, depth = 2, 50, 20, 4
-            map_config = MAPConfig(learning_rate=1e-2, num_epochs=20, batch_size=1024, patience=None)
+        chains, warmup, samples, depth = ((3, 300, 100, 6), (2, 100, 40, 4), (2, 50, 20, 4))[size]
+        map_config = (
+            MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200),
+            MAPConfig(learning_rate=1e-2, num_steps=500, patience=200),
+            MAPConfig(learning_rate=1e-2, num_epochs=20, batch_size=1024, patience=None),
+        )[size]
         return common | {
             "method": "nuts",
             "num_chains": chains,
@@ -207,11 +218,10 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             "map": map_config,
         }
     if method == "bbb":
-        batch = None if n_train <= SIZE_CLASSES[0] else 512
         return common | {
             "method": "bbb",
-            "num_steps": 4000,
-            "batch_size": batch,
+            "num_steps": 2000,
+            "batch_size": None if size == 0 else 512,
             "num_mc_samples": 4,
             "learning_rate": 1e-2,
             "final_learning_rate": 1e-3,
@@ -220,14 +230,14 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
         }
     if method == "ensemble":
         # the step budget is an upper bound: run_split early-stops on held-out rows, then refits
-        batch = None if n_train <= SIZE_CLASSES[0] else 256
+        batch, steps, patience = ((None, 4000, 500), (512, 1500, 300), (4096, 400, 100))[size]
         return common | {
             "method": "ensemble",
             "num_members": 5,
             "learning_rate": 1e-2,
             "batch_size": batch,
-            "num_steps": 4000,
-            "patience": 500,
+            "num_steps": steps,
+            "patience": patience,
         }
     raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
 

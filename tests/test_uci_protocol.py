@@ -184,3 +184,26 @@ def test_jobs_run_merges_records_into_an_existing_file(uci, tmp_path):
     before = out.read_text()
     bad = subprocess.run([*cmd[:-2], "--split-ids", "5", "--out", str(out)], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "splits 0..1" in bad.stderr and out.read_text() == before
+
+
+def test_method_options_size_the_budget_by_training_rows(uci):
+    """Larger training sets get no more NUTS gradients x rows than the small sets; VI and ensemble steps shrink."""
+
+    def nuts_work(name):  # worst case: every iteration a full tree of 2**depth - 1 gradients over n rows
+        n, p, h = uci.SIZES[name]
+        o = uci.method_options("nuts", n, p, h)
+        assert o["learn_noise"] and o["learn_prior"] and o["architecture"] == f"{p}-{h}-1"
+        return n * o["num_chains"] * (o["num_warmup"] + o["num_samples"]) * (2 ** o["max_tree_depth"] - 1)
+
+    small = [d for d in uci.DATASETS if uci.SIZES[d][0] <= uci.SIZE_CLASSES[0]]
+    assert small == ["bostonHousing", "energy", "wine-quality-red"]
+    assert max(nuts_work(d) for d in uci.DATASETS) == max(nuts_work(d) for d in small)
+    protein = uci.method_options("ensemble", 41157, 9, 100)
+    boston = uci.method_options("ensemble", 455, 13, 50)
+    assert protein["num_members"] == boston["num_members"] == 5 and protein["architecture"] == "9-100-1"
+    assert protein["num_steps"] * protein["batch_size"] < 41157 * 50  # fewer than 50 epochs per stage
+    assert boston["batch_size"] is None and uci.method_options("bbb", 455, 13, 50)["batch_size"] is None
+    with pytest.raises(ValueError, match="unknown method"):
+        uci.method_options("sgld", 100, 2, 50)
+    smoke = uci.smoke_options(uci.method_options("nuts", 455, 13, 50))
+    assert smoke["num_warmup"] < 50 and smoke["map"].num_steps < 50 and smoke["architecture"] == "13-50-1"
