@@ -186,14 +186,15 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
       warm-up, draws and tree depth shrink with ``n``: short chains that start
       at MAP estimates and rely on the Gibbs-learnt noise and prior
       precisions, not converged long runs (small sets: 3 chains of 300 + 100
-      at depth 6, about 55 s on Boston; kin8nm at 3 chains of 200 + 50, depth
-      5, took 148 s for LL 1.26, so the medium class keeps 2 chains of
-      100 + 40 at depth 4).
+      at depth 6: 73 s on wine; kin8nm at 3 chains of 200 + 50, depth
+      5 took 148 s for LL 1.26, so the medium class keeps 2 chains of
+      100 + 40 at depth 4: 65 s on naval).
     - BBB: 2,000 Adam steps (full batch up to 2,000 rows, else minibatches of 512).
     - Ensemble: the early-stopping stage is the cost. Minibatches of 512 and at
-      most 1,500 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
-      1.27); on protein minibatches of 4,096 and at most 400 steps, because each
-      minibatch step draws a permutation of all ``n`` rows.
+      most 1,000 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
+      1.27); on protein minibatches of 4,096 and at most 600 steps (400 steps:
+      119 s, LL -2.97, still improving), because each minibatch step draws a
+      permutation of all ``n`` rows.
     """
     from sigmabnn.map import MAPConfig
 
@@ -230,7 +231,7 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
         }
     if method == "ensemble":
         # the step budget is an upper bound: run_split early-stops on held-out rows, then refits
-        batch, steps, patience = ((None, 4000, 500), (512, 1500, 300), (4096, 400, 100))[size]
+        batch, steps, patience = ((None, 4000, 500), (512, 1000, 200), (4096, 600, 100))[size]
         return common | {
             "method": "ensemble",
             "num_members": 5,
@@ -465,10 +466,20 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
     lines += timing_lines(doc)
     lines += ["", "## Runs", ""]
     for run in doc.get("runs", []):
-        lines.append(
+        line = (
             f"- {run['date']}: `{run['command']}`; load average (1/5/15 min) at start "
             f"{_loads(run['loadavg_start'])}, at end {_loads(run['loadavg_end'])}; {run['seconds']:.0f} s"
         )
+        if "jobs" in run:  # runs with worker processes also record cells, CPU time and the peak load
+            line += (
+                f" wall ({run['seconds'] / 60:.1f} min) with {run['jobs']} workers; "
+                f"{run['cells_done']} of {run['cells_planned']} cells done"
+                + (f", {run['cells_failed']} failed" if run["cells_failed"] else "")
+                + (", **interrupted**" if run.get("interrupted") else "")
+                + f"; CPU time of the cells {run['cpu_seconds'] / 60:.1f} min; "
+                f"highest 1-min load average seen {run['loadavg_max_1min']:.1f}"
+            )
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -545,13 +556,14 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     n_red_protein = REDUCED_SPLITS["protein-tertiary-structure"]
     lines = [
         "Median seconds per split (fit + test scoring, JIT compilation included): wall time as measured on a "
-        "machine shared with other jobs (see the load averages under Runs), and the process's CPU time (all "
-        "threads), our estimate of the wall time on an idle machine (no parallel speed-up assumed; contention "
-        "also inflates CPU time somewhat, so it errs high). The reduced run "
-        f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) are **extrapolations**: "
-        "median per split x splits. A cell not measured is, where possible, a *scaled estimate* (marked ~): the "
-        "CPU time of the largest measured data set with the same settings times the ratio of "
-        "`n_train x hidden x (features + 3)`; these enter only the second total.",
+        "machine shared with other jobs (see the load averages under Runs), and the worker's CPU time (one XLA "
+        "thread per worker), our estimate of the wall time on an idle core (contention inflates CPU time "
+        "somewhat, so it errs high). The reduced run "
+        f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) below are "
+        "**extrapolations**, median per split x splits, in CPU time of one core (a whole run's measured wall "
+        "time, with its workers in parallel, is under Runs). A cell not measured is, where possible, a "
+        "*scaled estimate* (marked ~): the CPU time of the largest measured data set with the same settings "
+        "times the ratio of `n_train x hidden x (features + 3)`; these enter only the second total.",
         "",
         "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in METHODS) + " | reduced run CPU s |",
         "|---|" + "---|" * (len(METHODS) + 1),
