@@ -201,7 +201,8 @@ def test_method_options_size_the_budget_by_training_rows(uci):
     protein = uci.method_options("ensemble", 41157, 9, 100)
     boston = uci.method_options("ensemble", 455, 13, 50)
     assert protein["num_members"] == boston["num_members"] == 5 and protein["architecture"] == "9-100-1"
-    assert protein["num_steps"] * protein["batch_size"] < 41157 * 50  # fewer than 50 epochs per stage
+    # each minibatch step shuffles all n rows: protein gets few, large minibatches (at most 100 epochs)
+    assert protein["num_steps"] < boston["num_steps"] and protein["num_steps"] * protein["batch_size"] <= 100 * 41157
     assert boston["batch_size"] is None and uci.method_options("bbb", 455, 13, 50)["batch_size"] is None
     with pytest.raises(ValueError, match="unknown method"):
         uci.method_options("sgld", 100, 2, 50)
