@@ -52,6 +52,7 @@ Usage (from the repository root)::
     python benchmarks/uci.py --full                # the literature's full run: every split (20; protein 5)
     python benchmarks/uci.py --datasets bostonHousing,energy --splits 2 --methods ensemble --jobs 1
     python benchmarks/uci.py --table-only          # regenerate uci.md from uci.json
+    python benchmarks/uci.py --merge-from other.json   # add another run's records (e.g. a run in pieces)
 """
 
 from __future__ import annotations
@@ -631,6 +632,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="base seed; split i uses seed + i")
     p.add_argument("--out", type=Path, default=RESULTS / "uci.json")
     p.add_argument("--table-only", action="store_true", help="regenerate the Markdown table from the JSON")
+    p.add_argument(
+        "--merge-from", nargs="+", metavar="JSON", help="merge these results files into --out, regenerate the table"
+    )
     p.add_argument("--jobs", type=int, default=2, help="worker processes, one XLA thread each (default 2)")
     p.add_argument("--smoke", action="store_true", help="tiny budgets: checks the pipeline, results meaningless")
     return p.parse_args(argv)
@@ -640,6 +644,12 @@ def _write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def merge_docs(doc: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the records and runs of ``other`` (another results file; its records replace same keys)."""
+    runs = doc.get("runs", []) + [r for r in other.get("runs", []) if r not in doc.get("runs", [])]
+    return doc | {"records": merge(doc.get("records", []), other["records"]), "runs": runs}
 
 
 def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
@@ -735,7 +745,14 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"records": [], "runs": []}
     if args.out.is_file():
         doc = json.loads(args.out.read_text())
-    if args.table_only:
+    if args.merge_from:
+        for path in args.merge_from:
+            try:
+                doc = merge_docs(doc, json.loads(Path(path).read_text()))
+            except (OSError, ValueError, KeyError) as exc:
+                print(f"uci.py: cannot merge {path}: {exc}", file=sys.stderr)
+                return 2
+    if args.table_only or args.merge_from:
         _save(args.out, doc, published)
         return 0
     if not root.is_dir():

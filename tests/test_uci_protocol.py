@@ -208,3 +208,14 @@ def test_method_options_size_the_budget_by_training_rows(uci):
         uci.method_options("sgld", 100, 2, 50)
     smoke = uci.smoke_options(uci.method_options("nuts", 455, 13, 50))
     assert smoke["num_warmup"] < 50 and smoke["map"].num_steps < 50 and smoke["architecture"] == "13-50-1"
+
+
+def test_merge_docs_combines_runs_done_in_pieces(uci):
+    rec = lambda split, rmse: {"dataset": "energy", "method": "bbb", "split": split, "rmse": rmse}
+    a = {"records": [rec(0, 1.0), rec(1, 5.0)], "runs": [{"command": "a"}]}
+    b = {"records": [rec(1, 2.0), rec(2, 3.0)], "runs": [{"command": "b"}]}
+    merged = uci.merge_docs(a, b)
+    assert [(r["split"], r["rmse"]) for r in merged["records"]] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert merged["runs"] == [{"command": "a"}, {"command": "b"}]
+    assert uci.merge_docs(merged, b)["runs"] == merged["runs"]  # merging the same file twice adds nothing
+    assert a["records"][1]["rmse"] == 5.0  # inputs untouched
