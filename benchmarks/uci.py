@@ -710,7 +710,7 @@ def smoke_options(opts: dict[str, Any]) -> dict[str, Any]:
     small = {"num_warmup": 10, "num_samples": 5, "num_chains": 1, "max_tree_depth": 3, "num_steps": 60}
     small |= {"num_mc_samples": 1, "num_members": 2, "patience": 20, "eval_every": 10}
     out = {k: (small[k] if k in small else v) for k, v in opts.items()}
-    if "map" in out:
+    if out.get("map") is not None:
         out["map"] = MAPConfig(num_steps=20, patience=None, eval_every=10)
     if out["method"] == "bbb":
         out["num_samples"] = 20
