@@ -27,17 +27,32 @@ model, predictive and evaluation code as any user's model):
 Architecture: one hidden layer of 50 tanh units (100 for protein), as in the
 literature.
 
-Runs can be partial and are merged: every (data set, method, split) record is
-kept in ``results/uci.json`` (a rerun replaces the same key), the aggregate
-table is recomputed from all records, and ``results/uci.md`` is generated
-from the JSON and ``published_results.csv``.
+Runs can be partial and are merged: every (data set, method, split) *cell* is
+a task for a pool of ``--jobs`` worker processes (default 2, one per core;
+started fresh, each with XLA and BLAS limited to one thread before JAX is
+imported, so the workers do not oversubscribe the cores), scheduled the most
+expensive first. Each record is merged into ``results/uci.json`` as it arrives
+(a rerun replaces the same key; the file is rewritten atomically after every
+cell), so an interrupted run keeps every finished cell; the aggregate table is
+recomputed from all records, and ``results/uci.md`` is generated from the JSON
+and ``published_results.csv``. A failing cell is reported and the run goes on
+(exit status 1). Every run records its command, wall time, the summed CPU
+time of its cells, the number of workers and the load averages at start and
+end (the machine may be shared), every record its own wall and CPU time.
+
+Budgets: all per-method settings live in :func:`method_options`, sized by the
+number of training rows in three classes (up to 2,000 rows: Boston, energy,
+wine; up to 12,000: kin8nm, naval, power; protein); ``uci.md`` lists them
+(generated from the function). ``--smoke`` replaces them by tiny budgets to
+check the pipeline in seconds (its numbers mean nothing).
 
 Usage (from the repository root)::
 
-    python benchmarks/uci.py                       # reduced run: 5 splits (2 for protein), all methods
+    python benchmarks/uci.py                       # reduced run: 5 splits (2 for protein), all methods, 2 workers
     python benchmarks/uci.py --full                # the literature's full run: every split (20; protein 5)
-    python benchmarks/uci.py --datasets bostonHousing,energy --splits 2 --methods ensemble
+    python benchmarks/uci.py --datasets bostonHousing,energy --splits 2 --methods ensemble --jobs 1
     python benchmarks/uci.py --table-only          # regenerate uci.md from uci.json
+    python benchmarks/uci.py --merge-from other.json   # add another run's records (e.g. a run in pieces)
 """
 
 from __future__ import annotations
@@ -161,27 +176,45 @@ def test_scores(fitted: Any, x_test: np.ndarray, y_test: np.ndarray) -> dict[str
 def method_options(method: str, n_train: int, num_features: int, n_hidden: int) -> dict[str, Any]:
     """Keyword arguments of :func:`sigmabnn.api.fit` for one method, sized to the time budget.
 
-    NUTS: chains from MAP starts. A gradient costs time proportional to ``n``,
-    and the reduced run (5 splits of six data sets, 2 of protein, three
-    methods) has to fit 60 minutes of a 2-core machine, so chains, warm-up,
-    draws and the tree depth (at most ``2**depth - 1`` gradients per
-    iteration) shrink with ``n``: short chains that start at MAP estimates and
-    rely on the learnt precisions, not converged long runs.
+    The single place of every method's settings. The reduced run (5 splits of
+    six data sets, 2 of protein, three methods: 96 cells) has to fit 60
+    minutes of a 2-core machine, so budgets shrink with the training-set size
+    ``n_train`` in three classes (:data:`SIZE_CLASSES`), measured on one split
+    each (CPU seconds per split, one XLA thread):
+
+    - NUTS: chains from MAP starts; a gradient costs time proportional to
+      ``n``, an iteration at most ``2**depth - 1`` gradients, so chains,
+      warm-up, draws and tree depth shrink with ``n``: short chains that start
+      at MAP estimates and rely on the Gibbs-learnt noise and prior
+      precisions, not converged long runs (small sets: 3 chains of 300 + 100
+      at depth 6: 73 s on wine; kin8nm at 3 chains of 200 + 50, depth
+      5 took 148 s for LL 1.26, so the medium class keeps 2 chains of
+      100 + 40 at depth 4: 65 s on naval).
+    - BBB: 4,000 full-batch Adam steps up to 2,000 rows, q started from a
+      Glorot draw and the noise precision optimised jointly with q
+      (``map=None, noise_estimate="elbo"``; the default MAP start with the
+      noise from its residuals is overconfident there: wine LL -2.6 to -3.3,
+      95 % coverage 0.63-0.69; a MAP start with the joint noise: LL -1.96,
+      coverage 0.75 on split 0), else 2,000 steps of
+      minibatches of 512 (each step shuffles all ``n`` rows: 540 s on protein).
+    - Ensemble: the early-stopping stage is the cost. Minibatches of 512 and at
+      most 1,000 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
+      1.27); on protein minibatches of 4,096 and at most 600 steps (400 steps:
+      119 s, LL -2.97, still improving), because each minibatch step draws a
+      permutation of all ``n`` rows.
     """
     from sigmabnn.map import MAPConfig
 
     arch = f"{num_features}-{n_hidden}-1"
     common = {"architecture": arch, "activation": "tanh", "progress": False}
+    size = sum(n_train > bound for bound in SIZE_CLASSES)  # 0 small, 1 medium, 2 large
     if method == "nuts":
-        if n_train <= SIZE_CLASSES[0]:
-            chains, warmup, samples, depth = 4, 300, 100, 6
-            map_config = MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200)
-        elif n_train <= SIZE_CLASSES[1]:
-            chains, warmup, samples, depth = 3, 100, 30, 4
-            map_config = MAPConfig(learning_rate=1e-2, num_steps=500, patience=200)
-        else:
-            chains, warmup, samples, depth = 2, 50, 20, 4
-            map_config = MAPConfig(learning_rate=1e-2, num_epochs=20, batch_size=1024, patience=None)
+        chains, warmup, samples, depth = ((3, 300, 100, 6), (2, 100, 40, 4), (2, 50, 20, 4))[size]
+        map_config = (
+            MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200),
+            MAPConfig(learning_rate=1e-2, num_steps=500, patience=200),
+            MAPConfig(learning_rate=1e-2, num_epochs=20, batch_size=1024, patience=None),
+        )[size]
         return common | {
             "method": "nuts",
             "num_chains": chains,
@@ -193,27 +226,34 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             "map": map_config,
         }
     if method == "bbb":
-        batch = None if n_train <= SIZE_CLASSES[0] else 512
-        return common | {
-            "method": "bbb",
-            "num_steps": 4000,
-            "batch_size": batch,
-            "num_mc_samples": 4,
-            "learning_rate": 1e-2,
-            "final_learning_rate": 1e-3,
-            "num_samples": 200,
-            "learn_noise": True,
-        }
+        return (
+            common
+            | {
+                "method": "bbb",
+                "num_steps": 4000 if size == 0 else 2000,
+                "batch_size": None if size == 0 else 512,
+                "num_mc_samples": 4,
+                "learning_rate": 1e-2,
+                "final_learning_rate": 1e-3,
+                "num_samples": 200,
+                "learn_noise": True,
+            }
+            | (
+                # small sets: q starts from a Glorot draw, the noise is optimised jointly with q (a MAP start and
+                # its residual noise estimate are overconfident there)
+                {"noise_estimate": "elbo", "map": None} if size == 0 else {}
+            )
+        )
     if method == "ensemble":
         # the step budget is an upper bound: run_split early-stops on held-out rows, then refits
-        batch = None if n_train <= SIZE_CLASSES[0] else 256
+        batch, steps, patience = ((None, 4000, 500), (512, 1000, 200), (4096, 600, 100))[size]
         return common | {
             "method": "ensemble",
             "num_members": 5,
             "learning_rate": 1e-2,
             "batch_size": batch,
-            "num_steps": 4000,
-            "patience": 500,
+            "num_steps": steps,
+            "patience": patience,
         }
     raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
 
@@ -250,14 +290,20 @@ def fit_ensemble_early_stopped(df, features, seed: int, opts: dict[str, Any]):
     return fitted, report
 
 
-def run_split(data: UCIData, split: int, method: str, seed: int = 0) -> dict[str, Any]:
-    """Fit ``method`` on split ``split`` of ``data`` and score it on the test rows: one JSON record."""
+def run_split(
+    data: UCIData, split: int, method: str, seed: int = 0, opts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Fit ``method`` on split ``split`` of ``data`` and score it on the test rows: one JSON record.
+
+    ``opts``: the :func:`sigmabnn.api.fit` options (default :func:`method_options`).
+    """
     from sigmabnn.api import fit
 
     tr, te = data.train_index[split], data.test_index[split]
     df = split_frame(data.x, data.y, tr, te)
     features = [c for c in df.columns if c.startswith("x")]
-    opts = method_options(method, tr.size, data.x.shape[1], data.n_hidden)
+    if opts is None:
+        opts = method_options(method, tr.size, data.x.shape[1], data.n_hidden)
     load_start = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
     if method == "ensemble":
@@ -429,15 +475,64 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
         if method in tally:
             t = tally[method]
             lines.append(f"| {method} | {t['datasets']} of 7 | {t['test_ll']} | {t['rmse']} |")
+    lines += ["", "## Settings", ""]
+    lines += settings_lines()
     lines += ["", "## Time", ""]
     lines += timing_lines(doc)
     lines += ["", "## Runs", ""]
     for run in doc.get("runs", []):
-        lines.append(
+        line = (
             f"- {run['date']}: `{run['command']}`; load average (1/5/15 min) at start "
             f"{_loads(run['loadavg_start'])}, at end {_loads(run['loadavg_end'])}; {run['seconds']:.0f} s"
         )
+        if "jobs" in run:  # runs with worker processes also record cells, CPU time and the peak load
+            line += (
+                f" wall ({run['seconds'] / 60:.1f} min) with {run['jobs']} workers; "
+                f"{run['cells_done']} of {run['cells_planned']} cells done"
+                + (f", {run['cells_failed']} failed" if run["cells_failed"] else "")
+                + (", **interrupted**" if run.get("interrupted") else "")
+                + f"; CPU time of the cells {run['cpu_seconds'] / 60:.1f} min; "
+                f"highest 1-min load average seen {run['loadavg_max_1min']:.1f}"
+            )
+        lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def settings_lines() -> list[str]:
+    """The per-method budgets of :func:`method_options` for each training-set size class (generated from the code)."""
+    bounds = (0, *SIZE_CLASSES)
+    classes = [
+        (f"n_train <= {SIZE_CLASSES[0]}", SIZE_CLASSES[0]),
+        (f"{SIZE_CLASSES[0]} < n_train <= {SIZE_CLASSES[1]}", SIZE_CLASSES[1]),
+        (f"n_train > {SIZE_CLASSES[1]}", SIZE_CLASSES[1] + 1),
+    ]
+    members = {label: [d for d in DATASETS if sum(SIZES[d][0] > b for b in bounds[1:]) == i] for i, (label, _) in
+               enumerate(classes)}  # fmt: skip
+    lines = [
+        "Budgets per method and training-set size, from `method_options` in `benchmarks/uci.py` (hidden units: "
+        "50, 100 for protein; tanh). NUTS starts each chain at its own MAP estimate (`map`); the ensemble's "
+        "`num_steps`/`patience` are the early-stopping stage on 10 % held-out training rows, then every member "
+        "is refitted on all training rows for the median best step count.",
+        "",
+        "| method | size class (data sets) | settings |",
+        "|---|---|---|",
+    ]
+    for method in METHODS:
+        for label, n in classes:
+            opts = method_options(method, n, 8, 50)
+            shown = []
+            for k, v in opts.items():
+                if k in ("architecture", "activation", "progress", "method"):
+                    continue
+                if hasattr(v, "_asdict"):
+                    v = ", ".join(f"{a}={b}" for a, b in v._asdict().items() if a in _MAP_SHOWN and b is not None)
+                    v = f"({v})"
+                shown.append(f"{k}={v}")
+            lines.append(f"| {method} | {label} ({', '.join(members[label])}) | {'; '.join(shown)} |")
+    return lines
+
+
+_MAP_SHOWN = ("learning_rate", "num_steps", "num_epochs", "batch_size", "patience")
 
 
 def _loads(v: list[float]) -> str:
@@ -476,13 +571,14 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     n_red_protein = REDUCED_SPLITS["protein-tertiary-structure"]
     lines = [
         "Median seconds per split (fit + test scoring, JIT compilation included): wall time as measured on a "
-        "machine shared with other jobs (see the load averages under Runs), and the process's CPU time (all "
-        "threads), our estimate of the wall time on an idle machine (no parallel speed-up assumed; contention "
-        "also inflates CPU time somewhat, so it errs high). The reduced run "
-        f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) are **extrapolations**: "
-        "median per split x splits. A cell not measured is, where possible, a *scaled estimate* (marked ~): the "
-        "CPU time of the largest measured data set with the same settings times the ratio of "
-        "`n_train x hidden x (features + 3)`; these enter only the second total.",
+        "machine shared with other jobs (see the load averages under Runs), and the worker's CPU time (one XLA "
+        "thread per worker), our estimate of the wall time on an idle core (contention inflates CPU time "
+        "somewhat, so it errs high). The reduced run "
+        f"({n_red} splits, {n_red_protein} for protein) and the full run (every split) below are "
+        "**extrapolations**, median per split x splits, in CPU time of one core (a whole run's measured wall "
+        "time, with its workers in parallel, is under Runs). A cell not measured is, where possible, a "
+        "*scaled estimate* (marked ~): the CPU time of the largest measured data set with the same settings "
+        "times the ratio of `n_train x hidden x (features + 3)`; these enter only the second total.",
         "",
         "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in METHODS) + " | reduced run CPU s |",
         "|---|" + "---|" * (len(METHODS) + 1),
@@ -550,6 +646,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="base seed; split i uses seed + i")
     p.add_argument("--out", type=Path, default=RESULTS / "uci.json")
     p.add_argument("--table-only", action="store_true", help="regenerate the Markdown table from the JSON")
+    p.add_argument(
+        "--merge-from", nargs="+", metavar="JSON", help="merge these results files into --out, regenerate the table"
+    )
+    p.add_argument("--jobs", type=int, default=2, help="worker processes, one XLA thread each (default 2)")
+    p.add_argument("--smoke", action="store_true", help="tiny budgets: checks the pipeline, results meaningless")
     return p.parse_args(argv)
 
 
@@ -559,6 +660,12 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def merge_docs(doc: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the records and runs of ``other`` (another results file; its records replace same keys)."""
+    runs = doc.get("runs", []) + [r for r in other.get("runs", []) if r not in doc.get("runs", [])]
+    return doc | {"records": merge(doc.get("records", []), other["records"]), "runs": runs}
+
+
 def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
     doc["results"] = aggregate(doc["records"])
     _write(out, json.dumps(doc, indent=1) + "\n")
@@ -566,7 +673,85 @@ def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
         _write(out.with_suffix(".md"), markdown(doc, published))
 
 
+def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods: list[str]) -> list[tuple]:
+    """The run's ``(data set, split, method, options)`` cells, the most expensive first (:func:`cell_cost`)."""
+    cells = []
+    for name in datasets:
+        data = load_dataset(root, name)
+        n_avail = len(data.train_index)
+        if args.full:
+            splits = list(range(n_avail))
+        elif args.split_ids:
+            splits = [int(s) for s in args.split_ids.split(",")]
+        else:
+            splits = list(range(min(n_avail, args.splits or REDUCED_SPLITS.get(name, 5))))
+        for split in splits:
+            if not 0 <= split < n_avail:
+                raise ValueError(f"{name} has splits 0..{n_avail - 1}, not {split}")
+            n_train, p = data.train_index[split].size, data.x.shape[1]
+            for method in methods:
+                opts = method_options(method, n_train, p, data.n_hidden)
+                if args.smoke:
+                    opts = smoke_options(opts)
+                cells.append((name, split, method, opts, cell_cost(method, n_train, p, data.n_hidden)))
+    cells.sort(key=lambda c: -c[4])
+    return [c[:4] for c in cells]
+
+
+def cell_cost(method: str, n_train: int, num_features: int, n_hidden: int) -> float:
+    """A rough relative cost of one cell, only to schedule the largest first: ``n * hidden * (p + 3)`` x a weight."""
+    return n_train * n_hidden * (num_features + 3) * {"nuts": 1.0, "ensemble": 1.2, "bbb": 0.5}.get(method, 1.0)
+
+
+def smoke_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """Tiny budgets of the same methods (``--smoke``): checks the pipeline in seconds, results meaningless."""
+    from sigmabnn.map import MAPConfig
+
+    small = {"num_warmup": 10, "num_samples": 5, "num_chains": 1, "max_tree_depth": 3, "num_steps": 60}
+    small |= {"num_mc_samples": 1, "num_members": 2, "patience": 20, "eval_every": 10}
+    out = {k: (small[k] if k in small else v) for k, v in opts.items()}
+    if out.get("map") is not None:
+        out["map"] = MAPConfig(num_steps=20, patience=None, eval_every=10)
+    if out["method"] == "bbb":
+        out["num_samples"] = 20
+    if out["method"] == "ensemble":
+        out["eval_every"] = 10
+    return out
+
+
+#: XLA settings of a worker: one thread, so ``--jobs N`` workers share N cores without oversubscription.
+WORKER_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def _init_worker() -> None:
+    """Limit XLA (and BLAS) to one thread *before* JAX is imported in this worker process."""
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + WORKER_XLA_FLAGS).strip()
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+
+
+_DATA_CACHE: dict[tuple[str, str], UCIData] = {}
+
+
+def _run_cell(job: tuple[str, str, int, str, dict[str, Any], int]) -> dict[str, Any]:
+    """One cell in a worker: the record, or ``{"error": ...}`` (a failing cell must not end the run)."""
+    root, name, split, method, opts, seed = job
+    try:
+        if (root, name) not in _DATA_CACHE:
+            _DATA_CACHE[(root, name)] = load_dataset(Path(root), name)
+        return run_split(_DATA_CACHE[(root, name)], split, method, seed=seed, opts=opts)
+    except Exception as exc:  # reported by the parent, which keeps going
+        return {"error": f"{type(exc).__name__}: {exc}", "dataset": name, "split": split, "method": method}
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the cells over ``--jobs`` worker processes, merging and saving each record as it arrives."""
+    import multiprocessing as mp
+    import signal
+
     args = parse_args(argv)
     root = shared_data_dir() / "uci"
     pub_path = root / "published_results.csv"
@@ -574,7 +759,14 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"records": [], "runs": []}
     if args.out.is_file():
         doc = json.loads(args.out.read_text())
-    if args.table_only:
+    if args.merge_from:
+        for path in args.merge_from:
+            try:
+                doc = merge_docs(doc, json.loads(Path(path).read_text()))
+            except (OSError, ValueError, KeyError) as exc:
+                print(f"uci.py: cannot merge {path}: {exc}", file=sys.stderr)
+                return 2
+    if args.table_only or args.merge_from:
         _save(args.out, doc, published)
         return 0
     if not root.is_dir():
@@ -586,40 +778,69 @@ def main(argv: list[str] | None = None) -> int:
         if m not in METHODS:
             print(f"uci.py: unknown method {m!r}; choose from {', '.join(METHODS)}", file=sys.stderr)
             return 2
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+    if args.smoke and args.out == RESULTS / "uci.json":
+        print("uci.py: --smoke results are meaningless; give --out elsewhere", file=sys.stderr)
+        return 2
+    if args.jobs < 1:
+        print("uci.py: --jobs must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        cells = cells_for(args, root, datasets, methods)
+    except (OSError, ValueError) as exc:
+        print(f"uci.py: {exc}", file=sys.stderr)
+        return 2
     run = {
         "date": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "command": "python benchmarks/uci.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "jobs": args.jobs,
+        "cells_planned": len(cells),
+        "cells_done": 0,
+        "cells_failed": 0,
+        "cpu_seconds": 0.0,
         "loadavg_start": list(os.getloadavg()),
         "loadavg_end": list(os.getloadavg()),
+        "loadavg_max_1min": os.getloadavg()[0],
         "seconds": 0.0,
         "machine": _machine(),
     }
     doc.setdefault("runs", []).append(run)
     t0 = time.perf_counter()
-    for name in datasets:
-        data = load_dataset(root, name)
-        n_avail = len(data.train_index)
-        if args.full:
-            splits = list(range(n_avail))
-        elif args.split_ids:
-            splits = [int(s) for s in args.split_ids.split(",")]
-        else:
-            splits = list(range(min(n_avail, args.splits or REDUCED_SPLITS.get(name, 5))))
-        for split in splits:
-            for method in methods:
-                rec = run_split(data, split, method, seed=args.seed)
+    jobs = [(str(root), name, split, method, opts, args.seed) for name, split, method, opts in cells]
+    # spawn, not fork: every worker starts a fresh interpreter and sets its thread limits before importing JAX
+    pool = mp.get_context("spawn").Pool(args.jobs, initializer=_init_worker, maxtasksperchild=None)
+    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    status = 0
+    try:
+        for rec in pool.imap_unordered(_run_cell, jobs, chunksize=1):
+            if "error" in rec:
+                run["cells_failed"] += 1
+                status = 1
+                print(f"{rec['dataset']} split {rec['split']} {rec['method']}: FAILED {rec['error']}", flush=True)
+            else:
+                run["cells_done"] += 1
+                run["cpu_seconds"] += rec["cpu_seconds"]
                 print(
-                    f"{name} split {split} {method}: rmse {rec['rmse']:.4f} test_ll {rec['test_ll']:.4f} "
-                    f"cover95 {rec['coverage_95']:.3f} {rec['seconds']:.1f} s load {rec['loadavg_1min'][1]:.1f}",
+                    f"{rec['dataset']} split {rec['split']} {rec['method']}: rmse {rec['rmse']:.4f} "
+                    f"test_ll {rec['test_ll']:.4f} cover95 {rec['coverage_95']:.3f} {rec['seconds']:.1f} s "
+                    f"(cpu {rec['cpu_seconds']:.1f} s) load {rec['loadavg_1min'][1]:.1f}",
                     flush=True,
                 )
                 doc["records"] = merge(doc.get("records", []), [rec])
-                run["seconds"], run["loadavg_end"] = time.perf_counter() - t0, list(os.getloadavg())
-                _save(args.out, doc, published)  # after every split, so an interrupted run keeps its work
-    return 0
+            run["seconds"], run["loadavg_end"] = time.perf_counter() - t0, list(os.getloadavg())
+            run["loadavg_max_1min"] = max(run["loadavg_max_1min"], run["loadavg_end"][0])
+            _save(args.out, doc, published)  # after every cell, so an interrupted run keeps its work
+        pool.close()
+    except KeyboardInterrupt:
+        print("uci.py: interrupted; the finished cells are saved", file=sys.stderr)
+        status = 130
+    finally:
+        pool.terminate()
+        pool.join()
+        signal.signal(signal.SIGTERM, previous)
+    run["seconds"], run["loadavg_end"] = time.perf_counter() - t0, list(os.getloadavg())
+    run["interrupted"] = status == 130
+    _save(args.out, doc, published)
+    return status
 
 
 if __name__ == "__main__":

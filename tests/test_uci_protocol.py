@@ -127,3 +127,95 @@ def test_aggregate_merge_and_table(uci):
     table = uci.markdown(doc, best)
     assert "| energy | ensemble | 3 | 2.00 +- 0.47 | 2.00 (X) | **win** | -2.00 +- 0.47 | -1.50 (Y) | lose |" in table
     assert "extrapolat" in table.lower()
+
+
+def _toy_uci(root: Path, name: str = "toy", n: int = 48, n_splits: int = 2) -> None:
+    """A tiny data set in the published layout: y = sin(x0) + x1 / 2 + noise."""
+    d = root / "data" / "uci" / name / "data"
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(n, 2))
+    y = np.sin(x[:, 0]) + 0.5 * x[:, 1] + 0.1 * rng.standard_normal(n)
+    np.savetxt(d / "data.txt", np.c_[x, y])
+    np.savetxt(d / "index_features.txt", [0, 1])
+    np.savetxt(d / "index_target.txt", [2])
+    np.savetxt(d / "n_splits.txt", [n_splits])
+    np.savetxt(d / "n_hidden.txt", [4])
+    for i in range(n_splits):
+        perm = np.random.default_rng(i).permutation(n).astype(float)
+        np.savetxt(d / f"index_train_{i}.txt", perm[: n - 8])
+        np.savetxt(d / f"index_test_{i}.txt", perm[n - 8 :])
+    published = (
+        "dataset,method,metric,mean,stderr,source\n" + f"{name},X,rmse,0.50,0.01,s\n{name},X,test_ll,-1.00,0.01,s\n"
+    )
+    (root / "data" / "uci" / "published_results.csv").write_text(published)
+
+
+def test_jobs_run_merges_records_into_an_existing_file(uci, tmp_path):
+    """Two worker processes over 1 split x 2 methods: every cell lands in the JSON, old records are kept."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    _toy_uci(tmp_path)
+    out = tmp_path / "uci.json"
+    old = {"dataset": "energy", "method": "nuts", "split": 7, "rmse": 1.0, "test_ll": -1.0}
+    old |= {"seconds": 1.0, "cpu_seconds": 1.0, "coverage_95": 0.9}
+    out.write_text(json.dumps({"records": [old], "runs": []}))
+    env = os.environ | {"SIGMABNN_SHARED": str(tmp_path)}
+    cmd = [sys.executable, str(_PATH), "--datasets", "toy", "--methods", "bbb,ensemble", "--splits", "1"]
+    proc = subprocess.run(
+        [*cmd, "--jobs", "2", "--smoke", "--out", str(out)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    keys = {(r["dataset"], r["method"], r["split"]) for r in doc["records"]}
+    assert keys == {("energy", "nuts", 7)} | {("toy", m, 0) for m in ("bbb", "ensemble")}
+    (run,) = doc["runs"]
+    assert run["jobs"] == 2 and run["cells_done"] == 2 and run["cells_failed"] == 0 and not run["interrupted"]
+    assert run["cpu_seconds"] == pytest.approx(sum(r["cpu_seconds"] for r in doc["records"][1:]))
+    toy = [r for r in doc["records"] if r["dataset"] == "toy"]
+    assert all(np.isfinite(r["rmse"]) and np.isfinite(r["test_ll"]) for r in toy)
+    assert {r["n_train"] for r in toy} == {40}
+    table = (tmp_path / "uci.md").read_text()
+    assert "| toy | bbb | 1 |" in table and "| toy | ensemble | 1 |" in table and not list(tmp_path.glob("*.tmp"))
+    # a bad split number is a one-line error, exit 2, and leaves the file as it was
+    before = out.read_text()
+    bad = subprocess.run([*cmd[:-2], "--split-ids", "5", "--out", str(out)], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "splits 0..1" in bad.stderr and out.read_text() == before
+
+
+def test_method_options_size_the_budget_by_training_rows(uci):
+    """Larger training sets get no more NUTS gradients x rows than the small sets; VI and ensemble steps shrink."""
+
+    def nuts_work(name):  # worst case: every iteration a full tree of 2**depth - 1 gradients over n rows
+        n, p, h = uci.SIZES[name]
+        o = uci.method_options("nuts", n, p, h)
+        assert o["learn_noise"] and o["learn_prior"] and o["architecture"] == f"{p}-{h}-1"
+        return n * o["num_chains"] * (o["num_warmup"] + o["num_samples"]) * (2 ** o["max_tree_depth"] - 1)
+
+    small = [d for d in uci.DATASETS if uci.SIZES[d][0] <= uci.SIZE_CLASSES[0]]
+    assert small == ["bostonHousing", "energy", "wine-quality-red"]
+    assert max(nuts_work(d) for d in uci.DATASETS) == max(nuts_work(d) for d in small)
+    protein = uci.method_options("ensemble", 41157, 9, 100)
+    boston = uci.method_options("ensemble", 455, 13, 50)
+    assert protein["num_members"] == boston["num_members"] == 5 and protein["architecture"] == "9-100-1"
+    # each minibatch step shuffles all n rows: protein gets few, large minibatches (at most 100 epochs)
+    assert protein["num_steps"] < boston["num_steps"] and protein["num_steps"] * protein["batch_size"] <= 100 * 41157
+    assert boston["batch_size"] is None and uci.method_options("bbb", 455, 13, 50)["batch_size"] is None
+    with pytest.raises(ValueError, match="unknown method"):
+        uci.method_options("sgld", 100, 2, 50)
+    smoke = uci.smoke_options(uci.method_options("nuts", 455, 13, 50))
+    assert smoke["num_warmup"] < 50 and smoke["map"].num_steps < 50 and smoke["architecture"] == "13-50-1"
+
+
+def test_merge_docs_combines_runs_done_in_pieces(uci):
+    rec = lambda split, rmse: {"dataset": "energy", "method": "bbb", "split": split, "rmse": rmse}
+    a = {"records": [rec(0, 1.0), rec(1, 5.0)], "runs": [{"command": "a"}]}
+    b = {"records": [rec(1, 2.0), rec(2, 3.0)], "runs": [{"command": "b"}]}
+    merged = uci.merge_docs(a, b)
+    assert [(r["split"], r["rmse"]) for r in merged["records"]] == [(0, 1.0), (1, 2.0), (2, 3.0)]
+    assert merged["runs"] == [{"command": "a"}, {"command": "b"}]
+    assert uci.merge_docs(merged, b)["runs"] == merged["runs"]  # merging the same file twice adds nothing
+    assert a["records"][1]["rmse"] == 5.0  # inputs untouched
