@@ -73,9 +73,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from sigmabnn.errors import InputError
-    from sigmabnn.parallel import set_host_device_count
-
-    set_host_device_count()  # one CPU device per core, so chains run on every core (before JAX starts)
 
     try:
         code = args._run(args)
