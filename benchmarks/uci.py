@@ -196,12 +196,13 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
       noise from its residuals is overconfident there: wine LL -2.6 to -3.3,
       95 % coverage 0.63-0.69; a MAP start with the joint noise: LL -1.96,
       coverage 0.75 on split 0), else 2,000 steps of
-      minibatches of 512 (each step shuffles all ``n`` rows: 540 s on protein).
+      minibatches of 512, started at a MAP fit on the same minibatches (a
+      full-batch MAP start was nearly all of BBB's time on protein).
     - Ensemble: the early-stopping stage is the cost. Minibatches of 512 and at
       most 1,000 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
       1.27); on protein minibatches of 4,096 and at most 600 steps (400 steps:
-      119 s, LL -2.97, still improving), because each minibatch step draws a
-      permutation of all ``n`` rows.
+      119 s, LL -2.97, still improving; measured while every minibatch step
+      still drew a permutation of all ``n`` rows, now one per epoch).
     """
     from sigmabnn.map import MAPConfig
 
@@ -494,6 +495,8 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
                 + f"; CPU time of the cells {run['cpu_seconds'] / 60:.1f} min; "
                 f"highest 1-min load average seen {run['loadavg_max_1min']:.1f}"
             )
+        if run.get("note"):
+            line += f"; {run['note']}"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -651,6 +654,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--jobs", type=int, default=2, help="worker processes, one XLA thread each (default 2)")
     p.add_argument("--smoke", action="store_true", help="tiny budgets: checks the pipeline, results meaningless")
+    p.add_argument("--note", help="what else ran on the machine, recorded with the run (e.g. 'other jobs at nice 19')")
     return p.parse_args(argv)
 
 
@@ -802,6 +806,7 @@ def main(argv: list[str] | None = None) -> int:
         "loadavg_max_1min": os.getloadavg()[0],
         "seconds": 0.0,
         "machine": _machine(),
+        **({"note": args.note} if args.note else {}),
     }
     doc.setdefault("runs", []).append(run)
     t0 = time.perf_counter()

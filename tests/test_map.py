@@ -59,6 +59,38 @@ def test_minibatch_converges_near_full_batch_map():
     assert not np.allclose(info.loss_history[0, 10:20], info.loss_history[1, 10:20])
 
 
+def test_each_epoch_is_one_permutation_carried_across_chunks():
+    """Minibatches: one permutation of the rows per epoch, drawn at the epoch's first step and carried.
+
+    At a fixed position (learning rate ~0) the mean loss over an epoch's K = n / B minibatches
+    (each scaled by n / B) equals the full-batch objective exactly when they partition the rows;
+    epochs differ in order; and scan chunks that start mid-epoch (``eval_every``) change nothing.
+    """
+    data = linear_data(n=60)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))
+    hyper = bnn.default_hyperparameters()
+    runs = [
+        pretrain_map(
+            jax.random.PRNGKey(3),
+            bnn,
+            data,
+            hyper,
+            MAPConfig(learning_rate=1e-12, num_steps=40, batch_size=12, patience=None, eval_every=every),
+            num_starts=2,
+        )
+        for every in (7, 40)
+    ]
+    (positions, info), (positions2, info2) = runs
+    np.testing.assert_array_equal(np.asarray(positions), np.asarray(positions2))
+    np.testing.assert_array_equal(info.loss_history, info2.loss_history)
+    for s in range(2):
+        p = positions[s]
+        full = -float(bnn.log_prior(p, hyper) + bnn.log_likelihood(p, hyper, data))
+        epochs = info.loss_history[s].reshape(8, 5)  # 40 steps = 8 epochs of 5 minibatches
+        np.testing.assert_allclose(epochs.mean(axis=1), full, rtol=1e-9)
+        assert not np.allclose(epochs[0], epochs[1])  # a new order every epoch
+
+
 def test_early_stopping_keeps_best_validation_parameters():
     # A wide network fitted to 10 noisy points overfits: validation loss rises after a minimum.
     rng = np.random.default_rng(3)

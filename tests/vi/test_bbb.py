@@ -283,3 +283,30 @@ def test_heteroscedastic_vi_model_predicts_the_eq_25_split_after_a_round_trip(tm
     np.testing.assert_allclose(pred.aleatoric_std, np.sqrt(np.asarray(aleatoric)) * scale, rtol=1e-6)
     np.testing.assert_allclose(pred.std**2, pred.epistemic_std**2 + pred.aleatoric_std**2, rtol=1e-9)
     assert loaded.method == "flipout" and loaded.draws.positions.shape == (1, 50, num_params(bnn.mlp))
+
+
+def test_chunking_does_not_change_the_fit_and_map_start_takes_the_minibatch_size(monkeypatch):
+    """Minibatch order is one permutation per epoch carried through the scan, so chunks that start
+    mid-epoch give the same fit; a MAP config without a batch size pretrains on the VI minibatches."""
+    import sigmabnn.vi.fit as vi_fit
+
+    bnn, data, _ = _toy(n=40, arch="2-4-1")
+    config = VIConfig(num_steps=23, num_mc_samples=2, batch_size=12, map=None, noise_estimate="elbo")
+    losses = [
+        np.asarray(run_vi(jax.random.key(4), bnn, data, config._replace(chunk_size=c), progress=False)[1].loss)
+        for c in (5, 23)
+    ]
+    np.testing.assert_array_equal(losses[0], losses[1])
+
+    seen = []
+
+    def spy(key, bnn_, data_, hyper, map_config, num_starts):
+        seen.append(map_config.batch_size)
+        return pretrain_map(key, bnn_, data_, hyper, map_config, num_starts=num_starts)
+
+    pretrain_map = vi_fit.pretrain_map
+    monkeypatch.setattr(vi_fit, "pretrain_map", spy)
+    for vi_batch, map_batch in ((12, None), (12, 8), (None, None)):
+        cfg = config._replace(num_steps=3, batch_size=vi_batch, map=MAPConfig(num_steps=3, batch_size=map_batch))
+        run_vi(jax.random.key(4), bnn, data, cfg, progress=False)
+    assert seen == [12, 8, None]

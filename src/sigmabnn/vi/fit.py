@@ -112,7 +112,9 @@ class VIConfig(NamedTuple):
             ``"elbo"`` (optimised jointly with q); see the module docstring for why ``"map"``
             is the default. ``"map"`` uses the residuals of ``init_position`` when one is given.
         map: MAP pretraining of the means' start (:class:`sigmabnn.map.MAPConfig`); ``None``
-            starts from a Glorot draw (then ``noise_estimate`` must be ``"elbo"``).
+            starts from a Glorot draw (then ``noise_estimate`` must be ``"elbo"``). A MAP config
+            without a ``batch_size`` takes the VI fit's: with minibatches, a full-batch start on
+            a large data set would cost many times the variational fit itself.
         noise_shape, noise_rate: Gamma hyperprior of the noise precision used by
             ``noise_estimate="map"`` (defaults of :class:`sigmabnn.mcmc.gibbs.HyperPrior`).
         init_std_ratio: initial ``sigma = ratio * min(glorot_std, prior_std)`` (see :mod:`sigmabnn.vi.meanfield`).
@@ -265,12 +267,17 @@ def _run_chunk(
     n = data.x.shape[0]
     full_batch = static.batch_size == n
 
-    def body(state: bbb.VIState, t: Array) -> tuple[bbb.VIState, bbb.VIInfo]:
+    def epoch_permutation(t: Array) -> Array:
+        """The row order of step ``t``'s epoch (a sort of ``n`` keys, so drawn once per epoch and carried)."""
+        return jax.random.permutation(jax.random.fold_in(key_data, t // static.num_batches), n)
+
+    def body(carry: tuple[bbb.VIState, Array | None], t: Array) -> tuple[tuple, bbb.VIInfo]:
+        state, perm = carry
         i = t % static.num_batches
         if full_batch:
             batch = data
         else:
-            perm = jax.random.permutation(jax.random.fold_in(key_data, t // static.num_batches), n)
+            perm = jax.lax.cond((i == 0) & (t != steps[0]), lambda: epoch_permutation(t), lambda: perm)
             batch = _take(data, jax.lax.dynamic_slice(perm, (i * static.batch_size,), (static.batch_size,)))
         new, info = step_fn(
             jax.random.fold_in(key_train, t),
@@ -286,9 +293,11 @@ def _run_chunk(
         )
         active = t < static.num_steps
         new = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, state)
-        return new, info
+        return (new, perm), info
 
-    return jax.lax.scan(body, state, steps)
+    perm0 = None if full_batch else epoch_permutation(steps[0])
+    (state, _), info = jax.lax.scan(body, (state, perm0), steps)
+    return state, info
 
 
 def run_vi(
@@ -339,8 +348,11 @@ def run_vi(
     noise_precision = None
     if init_position is None and config.map is not None:
         hyper = bnn.default_hyperparameters()
+        map_config = config.map
+        if map_config.batch_size is None and batch_size < n:
+            map_config = map_config._replace(batch_size=batch_size)
         try:
-            positions, map_info = pretrain_map(key_init, bnn, data, hyper, config.map, num_starts=MAP_STARTS)
+            positions, map_info = pretrain_map(key_init, bnn, data, hyper, map_config, num_starts=MAP_STARTS)
         except MAPError as err:
             raise InputError(str(err)) from None
         init_position = positions[int(np.argmin(map_info.best_loss))]
