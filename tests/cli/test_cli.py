@@ -7,7 +7,6 @@ import io
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -189,19 +188,17 @@ def _run_cli(*args: str, code: str = "") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", prog, *args], capture_output=True, text=True, timeout=120)
 
 
-def test_version_is_fast_and_does_not_import_jax() -> None:
+def test_version_does_not_import_jax() -> None:
+    """``--version`` answers without importing JAX (its import is what made it slow); no timing assert."""
     prog = (
         "import sys\n"
         "from sigmabnn.cli.main import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit as e:\n    code = e.code\n"
         "print('JAX' if 'jax' in sys.modules else 'NOJAX', code)\n"
     )
-    start = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - start
     assert result.stdout.split()[0:2] == ["sigmabnn", _version()]
     assert result.stdout.split()[-2:] == ["NOJAX", "0"]
-    assert elapsed < 10.0  # generous for a loaded machine; importing JAX alone is the cost this guards against
 
 
 def test_help_does_not_import_jax() -> None:
