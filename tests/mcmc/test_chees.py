@@ -292,26 +292,31 @@ _SPLIT_SCRIPT = textwrap.dedent(
     x0 = jax.random.normal(jax.random.key(1), (4, 6)) * scales
     runs = {s: sample(jax.random.key(0), logdensity, x0, kernel="chees", num_warmup=60, num_samples=30,
                       progress=False, split_chains=s) for s in (True, False)}
-    a, b = (np.asarray(runs[s].draws.positions) for s in (True, False))
+    split, one = runs[True], runs[False]
+    steps = np.concatenate([np.asarray(split.warmup_info.num_integration_steps),
+                            np.asarray(split.info.num_integration_steps)], axis=1)
+    first = lambda r: np.asarray(r.warmup_info.step_size)[:, :10]
     print(json.dumps({
         "devices": len(jax.local_devices()),
-        "max_rel_diff": float(np.max(np.abs(a - b) / np.asarray(scales))),
-        "steps_equal": bool(np.array_equal(np.asarray(runs[True].info.num_integration_steps),
-                                            np.asarray(runs[False].info.num_integration_steps))),
-        "t_rel_diff": float(abs(runs[True].adapted.trajectory_length[0]
-                                / runs[False].adapted.trajectory_length[3] - 1)),
+        "steps_shared": bool(np.all(steps == steps[:1])),
+        "adapted_shared": all(bool(np.all(np.asarray(a) == np.asarray(a)[:1])) for a in split.adapted),
+        "first_steps_equal": bool(np.array_equal(np.asarray(split.warmup_info.num_integration_steps)[:, :10],
+                                                 np.asarray(one.warmup_info.num_integration_steps)[:, :10])),
+        "first_step_size_rel_diff": float(np.max(np.abs(first(split) / first(one) - 1))),
     }))
     """
 )
 
 
 @pytest.mark.slow
-def test_chains_split_over_two_devices_give_the_draws_of_one_device():
-    """The across-chain sums run over both devices (psum): same step counts, T and draws up to rounding."""
+def test_chains_split_over_two_devices_share_one_adaptation():
+    """Chains on two devices: the across-chain sums run over both (psum), so both devices keep the same step
+    size, T and step counts; the first iterations equal those of one device up to rounding (later, HMC's
+    sensitivity to its starting point amplifies the rounding of the differently ordered sums)."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     out = subprocess.run([sys.executable, "-c", _SPLIT_SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["devices"] == 2
-    assert res["steps_equal"]
-    assert res["max_rel_diff"] < 1e-8 and res["t_rel_diff"] < 1e-10
+    assert res["steps_shared"] and res["adapted_shared"]
+    assert res["first_steps_equal"] and res["first_step_size_rel_diff"] < 1e-10
