@@ -28,9 +28,11 @@ step is one gradient evaluation of every chain. During warm-up:
 * the diagonal inverse mass matrix is the variance of all chains' positions
   pooled over each of Stan's slow windows (the running moments of the chains,
   :func:`pooled_welford_update`, regularised as in Stan). When it changes,
-  ``T`` is divided by the largest change of a standard deviation measured in
-  the metric (``max_i sqrt(new_i / old_i)``), which keeps the widest
-  direction's period in the new units, and the step size is re-initialised.
+  ``T`` is divided by the geometric mean of the changes of the metric's
+  standard deviations (``sqrt(new_i / old_i)``; exact when every scale changes
+  alike, and no collapse of ``T`` when only some do, e.g. when ``T`` was still
+  capped by the old metric's small step size), and the step size is
+  re-initialised.
 
 The criterion is evaluated in the metric's coordinates ``z = q / sqrt(M^-1)``
 (where the mass matrix is the identity), so every coordinate counts relative
@@ -437,7 +439,7 @@ def make_chunk_fn(
     def window_end(keys, chains: ChainState, shared: ChEESAdaptationState) -> ChEESAdaptationState:
         """New inverse mass matrix from the window's pooled moments; rescaled T; re-initialised step size."""
         imm = adapt.welford_final(shared.welford).astype(shared.inverse_mass_matrix.dtype)
-        log_factor = -0.5 * jnp.max(jnp.log(imm / shared.inverse_mass_matrix))
+        log_factor = -0.5 * jnp.mean(jnp.log(imm / shared.inverse_mass_matrix))
 
         def reasonable(key, kstate, hyper):
             ld = _conditioned(logdensity_fn, hyper)
