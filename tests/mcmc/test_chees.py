@@ -104,17 +104,17 @@ def test_harmonic_mean_of_acceptance():
     assert float(chees.harmonic_mean(jnp.array([0.9, jnp.nan]))) == 0.0
 
 
-def test_pooled_welford_equals_the_variance_of_all_chains_and_iterations():
-    x = np.asarray(jax.random.normal(jax.random.key(0), (7, 5, 3))) * np.array([0.1, 1.0, 10.0]) + 4.0
-    state = adapt.welford_init(3)
+def test_mass_matrix_is_the_mean_within_chain_variance_blind_to_distances_between_chains():
+    x = np.asarray(jax.random.normal(jax.random.key(0), (30, 4, 3))) * np.array([0.1, 1.0, 10.0])
+    x = x + 100.0 * np.arange(4)[None, :, None]  # four chains far apart (four modes)
+    state = jax.vmap(lambda _: adapt.welford_init(3))(jnp.arange(4))
     for batch in x:
-        state = chees.pooled_welford_update(state, jnp.asarray(batch))
-    assert int(state.count) == 35
-    flat = x.reshape(-1, 3)
-    np.testing.assert_allclose(np.asarray(state.mean), flat.mean(0), rtol=1e-12)
-    np.testing.assert_allclose(
-        np.asarray(adapt.welford_final(state, regularize=False)), flat.var(0, ddof=1), rtol=1e-12
-    )
+        state = jax.vmap(adapt.welford_update)(state, jnp.asarray(batch))
+    n = 30
+    within = np.mean(x.var(0, ddof=1), axis=0)  # [d]: the chains' own variances, averaged
+    expected = (n / (n + 5.0)) * within + 1e-3 * (5.0 / (n + 5.0))  # Stan's shrinkage, per chain
+    np.testing.assert_allclose(np.asarray(chees.mean_within_chain_variance(state)), expected, rtol=1e-12)
+    assert np.all(np.asarray(chees.mean_within_chain_variance(state)) < 200.0)  # not the pooled ~ 100^2
 
 
 # --------------------------------------------------------------------------- Adam on log T
@@ -228,6 +228,7 @@ def _ld_h(x, h):
     return -0.5 * h * jnp.sum(x**2)
 
 
+@pytest.mark.slow
 def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_path):
     def run(store=None):
         return sample(

@@ -25,9 +25,12 @@ step is one gradient evaluation of every chain. During warm-up:
   *harmonic mean* of the chains' acceptance probabilities towards 0.651 (the
   paper's choice: one stuck chain pulls the harmonic mean down, so the step
   size stays small enough for every chain);
-* the diagonal inverse mass matrix is the variance of all chains' positions
-  pooled over each of Stan's slow windows (the running moments of the chains,
-  :func:`pooled_welford_update`, regularised as in Stan). When it changes,
+* the diagonal inverse mass matrix is the chains' mean *within-chain*
+  variance over each of Stan's slow windows (every chain's running moments,
+  regularised as in Stan, averaged over the chains:
+  :func:`mean_within_chain_variance`; chains that sit in different modes of a
+  BNN posterior would inflate a variance pooled across chains, and with it
+  shrink the step size, by the distance between the modes). When it changes,
   ``T`` is divided by the geometric mean of the changes of the metric's
   standard deviations (``sqrt(new_i / old_i)``; exact when every scale changes
   alike, and no collapse of ``T`` when only some do, e.g. when ``T`` was still
@@ -40,9 +43,10 @@ to its adapted scale. After warm-up, sampling keeps the jitter with the
 averaged ``T`` and the final step size.
 
 The adaptation state is one for all chains; :func:`make_init_fn` and
-:func:`make_chunk_fn` keep a copy per chain (identical by construction) so the
-chains' state keeps its leading ``[C]`` axis and can be split over devices, with
-the across-chain sums done by ``psum`` over the device axis.
+:func:`make_chunk_fn` keep a copy per chain (identical by construction, beside
+the chain's own running moments: :class:`ChEESChainAdaptation`) so the chains'
+state keeps its leading ``[C]`` axis and can be split over devices, with the
+across-chain sums done by ``psum`` over the device axis.
 """
 
 from __future__ import annotations
@@ -226,28 +230,20 @@ def _trajectory_cap(state: TrajectoryState, log_max: Array) -> TrajectoryState:
 
 
 # ---------------------------------------------------------------------------
-# Pooled running moments of all chains
+# The chains' running moments
 # ---------------------------------------------------------------------------
 
 
-def pooled_welford_update(state: adapt.WelfordState, x: Array, axis_name: str | None = None) -> adapt.WelfordState:
-    """Add the ``[C, d]`` positions of all chains to a diagonal Welford estimator at once.
+def mean_within_chain_variance(welford: adapt.WelfordState, axis_name: str | None = None) -> Array:
+    """Mean over the chains of each chain's regularised variance (``welford`` with leading ``[C]``) -> ``[d]``.
 
-    Chan, Golub & LeVeque's combination of the running moments with the batch's
-    own count, mean and sum of squared deviations; finish with
-    :func:`sigmabnn.mcmc.adaptation.welford_final`.
+    Every chain's :func:`~sigmabnn.mcmc.adaptation.welford_final` (Stan's
+    shrinkage), averaged over all chains (also those on other devices when
+    ``axis_name`` is given): the within-chain part ``W`` of the variance, blind to
+    the distances between chains.
     """
-    dtype = state.mean.dtype
-    x = x.astype(dtype)
-    nb = _sum_chains(jnp.ones(x.shape[:1], dtype), axis_name)
-    mean_b = _sum_chains(x, axis_name) / nb
-    m2_b = _sum_chains((x - mean_b) ** 2, axis_name)
-    na = state.count.astype(dtype)
-    n = na + nb
-    delta = mean_b - state.mean
-    mean = state.mean + delta * (nb / n)
-    m2 = state.m2 + m2_b + delta**2 * (na * nb / n)
-    return adapt.WelfordState(state.count + nb.astype(jnp.int32), mean, m2)
+    var = jax.vmap(adapt.welford_final)(welford)
+    return _sum_chains(var, axis_name) / _sum_chains(jnp.ones(var.shape[:1], var.dtype), axis_name)
 
 
 # ---------------------------------------------------------------------------
@@ -264,7 +260,6 @@ class ChEESAdaptationState(NamedTuple):
         inverse_mass_matrix: ``[d]`` diagonal of ``M^-1``.
         dual_averaging: :class:`~sigmabnn.mcmc.adaptation.DualAveragingState` of ``log eps``.
         trajectory: :class:`TrajectoryState` of ``log T``.
-        welford: pooled :class:`~sigmabnn.mcmc.adaptation.WelfordState` of the current slow window.
     """
 
     step_size: Array
@@ -272,6 +267,17 @@ class ChEESAdaptationState(NamedTuple):
     inverse_mass_matrix: Array
     dual_averaging: adapt.DualAveragingState
     trajectory: TrajectoryState
+
+
+class ChEESChainAdaptation(NamedTuple):
+    """What one chain carries for the adaptation (``ChainState.adaptation``).
+
+    Attributes:
+        shared: this chain's copy of the :class:`ChEESAdaptationState` (identical in every chain).
+        welford: the chain's own :class:`~sigmabnn.mcmc.adaptation.WelfordState` of the current slow window.
+    """
+
+    shared: ChEESAdaptationState
     welford: adapt.WelfordState
 
 
@@ -298,8 +304,6 @@ def adaptation_update(
     velocity: Array,
     acceptance: Array,
     jitter: Array,
-    positions: Array,
-    collect: Array,
     target_accept: float,
     max_num_steps: int,
     learning_rate: float = 0.025,
@@ -308,9 +312,8 @@ def adaptation_update(
     """One warm-up update from the ``[C, ...]`` results of an iteration of all chains.
 
     ``previous``/``proposed``/``velocity``: ``[C, d]`` start, end and end velocity of
-    the trajectories; ``acceptance`` ``[C]``; ``jitter`` ``u_n``; ``positions`` ``[C, d]``
-    the chains' positions after the iteration, pooled into the mass-matrix estimate when
-    ``collect`` (bool scalar). ``T`` is capped at ``max_num_steps`` steps of the new ``eps``.
+    the trajectories; ``acceptance`` ``[C]``; ``jitter`` ``u_n``. ``T`` is capped at
+    ``max_num_steps`` steps of the new ``eps``.
     """
     scale = jax.lax.rsqrt(state.inverse_mass_matrix)
     grad = criterion_gradient(previous * scale, proposed * scale, velocity * scale, acceptance, jitter, axis_name)
@@ -318,10 +321,8 @@ def adaptation_update(
     step_size = jnp.exp(da.log_step_size).astype(state.step_size.dtype)
     traj = trajectory_update(state.trajectory, grad, learning_rate=learning_rate)
     traj = _trajectory_cap(traj, jnp.log(step_size * max_num_steps).astype(traj.log_trajectory_length.dtype))
-    w_new = pooled_welford_update(state.welford, positions, axis_name)
-    welford = jax.tree_util.tree_map(lambda n, o: jnp.where(collect, n, o), w_new, state.welford)
     trajectory_length = jnp.exp(traj.log_trajectory_length).astype(state.trajectory_length.dtype)
-    return ChEESAdaptationState(step_size, trajectory_length, state.inverse_mass_matrix, da, traj, welford)
+    return ChEESAdaptationState(step_size, trajectory_length, state.inverse_mass_matrix, da, traj)
 
 
 def adaptation_final(state: ChEESAdaptationState) -> tuple[Array, Array, Array]:
@@ -388,9 +389,9 @@ def make_init_fn(
             jnp.ones((d,), dtype),
             adapt.dual_averaging_init(eps),
             trajectory_init(t0),
-            adapt.welford_init(d, dtype),
         )
-        return ChainState(states, hyper, _replicate(shared, num_chains))
+        welford = _replicate(adapt.welford_init(d, dtype), num_chains)
+        return ChainState(states, hyper, ChEESChainAdaptation(_replicate(shared, num_chains), welford))
 
     return init
 
@@ -436,9 +437,9 @@ def make_chunk_fn(
     kernel = hmc.build_proposal_kernel(divergence_threshold=divergence_threshold)
     one_step = hmc.build_kernel(divergence_threshold=divergence_threshold)
 
-    def window_end(keys, chains: ChainState, shared: ChEESAdaptationState) -> ChEESAdaptationState:
-        """New inverse mass matrix from the window's pooled moments; rescaled T; re-initialised step size."""
-        imm = adapt.welford_final(shared.welford).astype(shared.inverse_mass_matrix.dtype)
+    def window_end(keys, chains: ChainState, welford, shared: ChEESAdaptationState) -> ChEESAdaptationState:
+        """New inverse mass matrix from the window's moments; rescaled T; re-initialised step size."""
+        imm = mean_within_chain_variance(welford, axis_name).astype(shared.inverse_mass_matrix.dtype)
         log_factor = -0.5 * jnp.mean(jnp.log(imm / shared.inverse_mass_matrix))
 
         def reasonable(key, kstate, hyper):
@@ -450,14 +451,12 @@ def make_chunk_fn(
         eps = _pmin(jax.vmap(reasonable)(keys, chains.kernel_state, chains.hyper), axis_name)
         traj = _trajectory_rescale(shared.trajectory, log_factor.astype(shared.trajectory.log_trajectory_length.dtype))
         traj = _trajectory_cap(traj, jnp.log(eps * max_num_steps).astype(traj.log_trajectory_length.dtype))
-        d = imm.shape[0]
         return ChEESAdaptationState(
             eps,
             jnp.exp(traj.log_trajectory_length).astype(shared.trajectory_length.dtype),
             imm,
             adapt.dual_averaging_init(eps),
             traj,
-            adapt.welford_init(d, imm.dtype),
         )
 
     def body(carry, xs):
@@ -470,7 +469,7 @@ def make_chunk_fn(
             keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
         step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
         end_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
-        shared = _first(chains.adaptation)
+        shared = _first(chains.adaptation.shared)
         dtype = chains.kernel_state.position.dtype
         if jitter == "halton":
             u = halton(iteration).astype(dtype)
@@ -500,16 +499,20 @@ def make_chunk_fn(
                 velocity=velocity,
                 acceptance=info.acceptance_rate,
                 jitter=u,
-                positions=kstate.position,
-                collect=stage == STAGE_SLOW,
                 target_accept=target,
                 max_num_steps=max_num_steps,
                 learning_rate=learning_rate,
                 axis_name=axis_name,
             )
             new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)
+            w_new = jax.vmap(adapt.welford_update)(chains.adaptation.welford, kstate.position)
+            welford = jax.tree_util.tree_map(
+                lambda n, o: jnp.where(stage == STAGE_SLOW, n, o), w_new, chains.adaptation.welford
+            )
             new = ChainState(kstate, hyper, chains.adaptation)
-            new_shared = jax.lax.cond(is_end, lambda s: window_end(end_keys, new, s), lambda s: s, new_shared)
+            new_shared = jax.lax.cond(is_end, lambda s: window_end(end_keys, new, welford, s), lambda s: s, new_shared)
+            fresh = jax.tree_util.tree_map(jnp.zeros_like, welford)  # welford_init: count 0, zero moments
+            welford = jax.tree_util.tree_map(lambda f, w: jnp.where(is_end, f, w), fresh, welford)
             record = IterationInfo(
                 acceptance_rate=info.acceptance_rate,
                 step_size=jnp.broadcast_to(shared.step_size, (local,)),
@@ -519,7 +522,7 @@ def make_chunk_fn(
                 energy=info.energy,
                 logdensity=kstate.logdensity,
             )
-            return ChainState(kstate, hyper, _replicate(new_shared, local)), record
+            return ChainState(kstate, hyper, ChEESChainAdaptation(_replicate(new_shared, local), welford)), record
 
         def skip(chains):
             record = jax.eval_shape(run, chains)[1]
@@ -548,11 +551,13 @@ def make_chunk_fn(
 @jax.jit
 def finalize(chains: ChainState) -> ChainState:
     """After warm-up: step size and trajectory length = their iterate averages (per-chain copies)."""
-    step, t, imm = jax.vmap(adaptation_final)(chains.adaptation)
-    return chains._replace(adaptation=chains.adaptation._replace(step_size=step, trajectory_length=t))
+    shared = chains.adaptation.shared
+    step, t, _ = jax.vmap(adaptation_final)(shared)
+    shared = shared._replace(step_size=step, trajectory_length=t)
+    return chains._replace(adaptation=chains.adaptation._replace(shared=shared))
 
 
 def adapted_parameters(chains: ChainState) -> ChEESAdaptedParameters:
     """The :class:`ChEESAdaptedParameters` the chains sample with."""
-    ad = chains.adaptation
+    ad = chains.adaptation.shared
     return ChEESAdaptedParameters(ad.step_size, ad.inverse_mass_matrix, ad.trajectory_length)
