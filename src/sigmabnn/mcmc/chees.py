@@ -56,11 +56,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec
 
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import hmc
-from sigmabnn.mcmc.warmup import STAGE_FROZEN, STAGE_SLOW, ChainState, IterationInfo, _conditioned
+from sigmabnn.mcmc.warmup import STAGE_FROZEN, STAGE_SLOW, ChainState, IterationInfo, _conditioned, jit_chunk
 from sigmabnn.parallel import AXIS as CHAIN_AXIS
 
 Array = jax.Array
@@ -531,21 +530,7 @@ def make_chunk_fn(
         chains, record = jax.lax.cond(active, run, skip, chains)
         return (run_key, chains), (chains.kernel_state.position, chains.hyper, record)
 
-    def chunk(run_key, chains, iteration, stage, is_window_end, active):
-        (_, chains), out = jax.lax.scan(body, (run_key, chains), (iteration, stage, is_window_end, active))
-        return chains, out
-
-    if mesh is None:
-        return jax.jit(chunk)
-    chain_axis, replicated = PartitionSpec(CHAIN_AXIS), PartitionSpec()
-    sharded = jax.shard_map(
-        chunk,
-        mesh=mesh,
-        in_specs=(replicated, chain_axis, replicated, replicated, replicated, replicated),
-        out_specs=(chain_axis, PartitionSpec(None, CHAIN_AXIS)),
-        check_vma=False,
-    )
-    return jax.jit(sharded)
+    return jit_chunk(body, mesh)
 
 
 @jax.jit
