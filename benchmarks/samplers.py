@@ -85,6 +85,7 @@ Array = jax.Array
 RESULTS = REPO / "benchmarks" / "results"
 NUM_CHAINS = 4
 NUM_TEST_INPUTS = 20
+MIN_RELIABLE_ESS = 100  # below it a min ESS (hence an ESS/s ratio) says the chains did not mix, not how fast
 POSTERIORDB = POSTERIORDB_NAMES
 SAMPLERS = ("sigmabnn", "numpyro", "blackjax")
 
@@ -424,13 +425,16 @@ def goals(summary: list[dict]) -> list[dict]:
         chees = by.get((target, "sigmabnn+chees"))
         if chees is not None:  # ChEES-HMC with the same 4 chains, starts, warm-up and draws as the peers' NUTS
             r = chees["min_ess_per_s"] / best["min_ess_per_s"]
+            # a ratio of two ESS below 100 compares chains that have not mixed (rank-normalised ESS and R-hat
+            # need at least 100, Vehtari et al. 2021): then it is reported but not counted as met
+            measured = min(chees["min_ess"], best["min_ess"]) >= MIN_RELIABLE_ESS
             out.append(
                 {
                     "goal": f"{target}: min ESS/s of sigmabnn+chees (ChEES-HMC, 4 chains) vs the better peer's NUTS "
-                    f"({best['sampler']})",
+                    f"({best['sampler']})" + ("" if measured else f"; min ESS < {MIN_RELIABLE_ESS}: not a measurement"),
                     "target_ratio": need,
                     "ratio": r,
-                    "met": r >= need,
+                    "met": measured and r >= need,
                 }
             )
         lever = by.get((target, "sigmabnn+float32"))
