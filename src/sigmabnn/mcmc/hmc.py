@@ -66,20 +66,16 @@ def init(position: Array, logdensity_fn: Callable[[Array], Array]) -> HMCState:
     return HMCState(position, logdensity, logdensity_grad)
 
 
-def build_kernel(
+def build_proposal_kernel(
     divergence_threshold: float = 1000.0, random_direction: bool = False
-) -> Callable[..., tuple[HMCState, HMCInfo]]:
-    """Build the HMC transition kernel.
+) -> Callable[..., tuple[HMCState, HMCInfo, IntegratorState]]:
+    """Build the HMC transition kernel that also returns the end point of its trajectory.
 
-    Args:
-        divergence_threshold: energy error (nats) above which a transition is divergent.
-        random_direction: if True, integrate with ``-step_size`` with probability 1/2.
-
-    Returns:
-        ``kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix,
-        num_integration_steps) -> (HMCState, HMCInfo)``, with ``step_size`` a
-        positive scalar, ``inverse_mass_matrix`` ``[d]`` or ``[d, d]`` and
-        ``num_integration_steps`` an int (Python or traced) ``>= 1``.
+    Same arguments and transition as :func:`build_kernel`; the kernel returns
+    ``(HMCState, HMCInfo, proposal)`` with ``proposal`` the
+    :class:`~sigmabnn.mcmc.integrators.IntegratorState` at the end of the
+    leapfrog trajectory, accepted or not (what trajectory-length adaptation
+    such as ChEES, :mod:`sigmabnn.mcmc.chees`, differentiates).
     """
 
     def kernel(
@@ -89,7 +85,7 @@ def build_kernel(
         step_size: Array | float,
         inverse_mass_matrix: Array,
         num_integration_steps: Array | int,
-    ) -> tuple[HMCState, HMCInfo]:
+    ) -> tuple[HMCState, HMCInfo, IntegratorState]:
         key_momentum, key_direction, key_accept = jax.random.split(rng_key, 3)
         dtype = state.position.dtype
         metric = gaussian_euclidean(inverse_mass_matrix)
@@ -124,6 +120,40 @@ def build_kernel(
             is_divergent=is_divergent,
             energy=jnp.where(is_accepted, energy1, energy0),
             num_integration_steps=jnp.asarray(num_integration_steps, jnp.int32),
+        )
+        return new_state, info, end
+
+    return kernel
+
+
+def build_kernel(
+    divergence_threshold: float = 1000.0, random_direction: bool = False
+) -> Callable[..., tuple[HMCState, HMCInfo]]:
+    """Build the HMC transition kernel.
+
+    Args:
+        divergence_threshold: energy error (nats) above which a transition is divergent.
+        random_direction: if True, integrate with ``-step_size`` with probability 1/2.
+
+    Returns:
+        ``kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix,
+        num_integration_steps) -> (HMCState, HMCInfo)``, with ``step_size`` a
+        positive scalar, ``inverse_mass_matrix`` ``[d]`` or ``[d, d]`` and
+        ``num_integration_steps`` an int (Python or traced) ``>= 1``; a traced
+        count may change from one call to the next (one compiled kernel).
+    """
+    proposal_kernel = build_proposal_kernel(divergence_threshold, random_direction)
+
+    def kernel(
+        rng_key: Array,
+        state: HMCState,
+        logdensity_fn: Callable[[Array], Array],
+        step_size: Array | float,
+        inverse_mass_matrix: Array,
+        num_integration_steps: Array | int,
+    ) -> tuple[HMCState, HMCInfo]:
+        new_state, info, _ = proposal_kernel(
+            rng_key, state, logdensity_fn, step_size, inverse_mass_matrix, num_integration_steps
         )
         return new_state, info
 

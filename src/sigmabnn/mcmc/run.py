@@ -1,6 +1,6 @@
 """Multi-chain MCMC runner: warm-up, then sampling, optionally with Gibbs updates of hyperparameters.
 
-``sample`` runs ``C`` chains in parallel (``vmap``) with NUTS, HMC or random-walk
+``sample`` runs ``C`` chains in parallel (``vmap``) with NUTS, HMC, ChEES-HMC or random-walk
 Metropolis-Hastings. Each iteration is a weight update with the
 hyperparameters fixed, followed (when ``gibbs_fn`` is given) by a Gibbs update
 of the hyperparameters and a re-evaluation of the cached log-density (and
@@ -173,13 +173,18 @@ def _store_specs(out: Any, num_warmup: int, num_samples: int) -> dict[str, tuple
 @functools.lru_cache(maxsize=2)
 def _jitted_functions(
     kernel, max_tree_depth, num_integration_steps, random_direction, logdensity_fn, gibbs_fn, target_accept,
-    dense_mass, initial_step_size, mesh,
+    dense_mass, initial_step_size, mesh, max_integration_steps=None,
 ) -> tuple[Callable, Callable]:  # fmt: skip
     """The jitted init and chunk functions of a run, kept for the next run with the same functions and settings.
 
     A run that is interrupted and resumed in the same process, or repeated, then reuses the compiled
     code. At most two are kept (with the log-density closures, hence their data, alive).
     """
+    if kernel == "chees":
+        return _chees_functions(
+            logdensity_fn, gibbs_fn, target_accept, dense_mass, initial_step_size, num_integration_steps,
+            2 ** max_tree_depth - 1 if max_integration_steps is None else max_integration_steps, mesh,
+        )  # fmt: skip
     sampler = make_sampler(
         kernel, max_tree_depth=max_tree_depth, num_integration_steps=num_integration_steps,
         random_direction=random_direction,
@@ -189,6 +194,42 @@ def _jitted_functions(
         sampler, logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, dense_mass=dense_mass, mesh=mesh
     )
     return init_fn, chunk_fn
+
+
+def _chees_functions(
+    logdensity_fn, gibbs_fn, target_accept, dense_mass, initial_step_size, initial_num_steps, max_num_steps, mesh
+) -> tuple[Callable, Callable]:
+    """The init and chunk functions of ChEES-HMC (:mod:`sigmabnn.mcmc.chees`): one shared, jittered trajectory."""
+    from sigmabnn.mcmc import chees
+
+    if dense_mass:
+        raise ValueError("kernel 'chees' adapts a diagonal mass matrix (dense_mass=False)")
+    if int(initial_num_steps) < 1 or int(max_num_steps) < 1:
+        raise ValueError("kernel 'chees' needs num_integration_steps >= 1 and max_integration_steps >= 1")
+    init_fn = chees.make_init_fn(
+        logdensity_fn, initial_step_size=initial_step_size, initial_num_steps=initial_num_steps
+    )
+    chunk_fn = chees.make_chunk_fn(
+        logdensity_fn, gibbs_fn=gibbs_fn, target_accept=target_accept, max_num_steps=max_num_steps, mesh=mesh
+    )
+    return init_fn, chunk_fn
+
+
+def _finalize(kernel: str, chains: ChainState) -> ChainState:
+    if kernel == "chees":
+        from sigmabnn.mcmc import chees
+
+        return chees.finalize(chains)
+    return finalize_step_size(chains)
+
+
+def _adapted(kernel: str, chains: ChainState) -> Any:
+    if kernel == "chees":
+        from sigmabnn.mcmc import chees
+
+        return chees.adapted_parameters(chains)
+    ad = chains.adaptation
+    return AdaptedParameters(ad.step_size, ad.inverse_mass_matrix)
 
 
 def _broadcast_chains(hyper: Any, num_chains: int) -> Any:
@@ -219,6 +260,7 @@ def sample(
     first_window: int = 25,
     store: RunStore | None = None,
     split_chains: bool = True,
+    max_integration_steps: int | None = None,
 ) -> MCMCResult:
     """Warm up and sample ``C`` chains of ``logdensity_fn(position, hyper)``.
 
@@ -228,14 +270,19 @@ def sample(
         initial_positions: ``[C, d]`` starting points; their floating dtype is the run's dtype.
         initial_hyper: hyperparameters (pytree without chain axis, shared by all chains at the
             start), or ``None`` when ``logdensity_fn`` ignores its second argument.
-        kernel: ``"nuts"``, ``"hmc"`` or ``"mh"``.
+        kernel: ``"nuts"``, ``"hmc"``, ``"mh"`` or ``"chees"`` (ChEES-HMC, :mod:`sigmabnn.mcmc.chees`:
+            all chains share one step size, diagonal mass matrix and jittered trajectory length,
+            adapted across chains; ``adapted`` is then a
+            :class:`~sigmabnn.mcmc.chees.ChEESAdaptedParameters` with the trajectory length).
         num_warmup: warm-up iterations (>= 0), discarded.
         num_samples: kept draws per chain (>= 1).
         thin: keep every ``thin``-th sampling iteration (``num_samples * thin`` iterations run).
-        target_accept: dual-averaging target (default: nuts 0.8, hmc 0.8, mh 0.234).
+        target_accept: dual-averaging target (default: nuts 0.8, hmc 0.8, mh 0.234; chees 0.651 for
+            the harmonic mean of the chains' acceptance probabilities).
         dense_mass: adapt a dense inverse mass matrix ``[d, d]`` (default: diagonal ``[d]``).
         max_tree_depth: NUTS maximal tree depth.
-        num_integration_steps: HMC leapfrog steps per transition.
+        num_integration_steps: HMC leapfrog steps per transition (chees: the initial trajectory
+            length, in steps of the initial step size).
         random_direction: HMC integrates forwards or backwards in time at random.
         gibbs_fn: ``(rng_key, position [d], hyper) -> hyper``, applied after every weight update
             (warm-up and sampling); ``None`` keeps ``initial_hyper`` fixed.
@@ -255,6 +302,8 @@ def sample(
             :func:`sigmabnn.parallel.set_host_device_count` ran first). The draws do not depend
             on the split up to floating-point rounding of vectorised code; ``False`` keeps
             every chain on one device.
+        max_integration_steps: chees only: cap on the leapfrog steps of one iteration
+            (default ``2**max_tree_depth - 1``, the longest NUTS trajectory).
 
     Returns:
         :class:`MCMCResult`.
@@ -273,7 +322,7 @@ def sample(
     init_fn, chunk_fn = _jitted_functions(
         kernel, int(max_tree_depth), int(num_integration_steps), bool(random_direction), logdensity_fn, gibbs_fn,
         None if target_accept is None else float(target_accept), bool(dense_mass), float(initial_step_size),
-        chain_mesh(num_chains) if split_chains else None,
+        chain_mesh(num_chains) if split_chains else None, max_integration_steps,
     )  # fmt: skip
     hyper = _broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
@@ -321,7 +370,7 @@ def sample(
             chunk_fn, key_warmup, chains, stage, is_end, chunk, bar=bar, start=done, on_chunk=warmup_chunk
         )
     if done <= num_warmup:  # commits up to the end of warm-up hold the state before this step
-        chains = finalize_step_size(chains)
+        chains = _finalize(kernel, chains)
         if num_warmup:
             bar.set_description("sample")
     keep = (np.arange(num_iterations) % thin) == thin - 1
@@ -352,10 +401,9 @@ def sample(
         ),
     )
     info, warm_info = records("info"), records("warmup")
-    ad = chains.adaptation
     return MCMCResult(
         draws=draws,
         info=SampleInfo(*(convert(a) for a in info)),
-        adapted=AdaptedParameters(ad.step_size, ad.inverse_mass_matrix),
+        adapted=_adapted(kernel, chains),
         warmup_info=WarmupInfo(*(convert(a) for a in warm_info)),
     )

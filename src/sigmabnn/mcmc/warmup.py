@@ -344,6 +344,17 @@ def make_chunk_fn(
         out = (chains.kernel_state.position, chains.hyper, record)
         return (run_key, chains), out
 
+    return jit_chunk(body, mesh)
+
+
+def jit_chunk(body: Callable, mesh: Any = None) -> Callable:
+    """The jitted chunk function ``chunk(run_key, chains, iteration, stage, is_window_end, active)``.
+
+    ``body((run_key, chains), (iteration, stage, is_end, active)) -> ((run_key, chains), out)`` is one
+    iteration of all (local) chains; the chunk scans it over the schedule. With a ``mesh`` the chains
+    (leading axis of every leaf) and the outputs' chain axis are split along its axis (``shard_map``).
+    """
+
     def chunk(run_key, chains, iteration, stage, is_window_end, active):
         (_, chains), out = jax.lax.scan(body, (run_key, chains), (iteration, stage, is_window_end, active))
         return chains, out

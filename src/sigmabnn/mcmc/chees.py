@@ -1,0 +1,548 @@
+"""ChEES-HMC: HMC with one jittered trajectory length shared by many chains, adapted across chains.
+
+Hoffman, Radul & Sountsov 2021, "An Adaptive MCMC Scheme for Setting
+Trajectory Lengths in Hamiltonian Monte Carlo", AISTATS (PMLR 130:3907-3915).
+All ``C`` chains run plain HMC (:func:`sigmabnn.mcmc.hmc.build_proposal_kernel`)
+with the same step size ``eps``, the same diagonal inverse mass matrix and, at
+iteration ``n``, the same number of leapfrog steps ``ceil(u_n T / eps)``: the
+trajectory length ``T`` jittered by ``u_n`` in ``(0, 1)`` (the base-2 Halton
+sequence, or uniform draws), so no chain waits for another and every leapfrog
+step is one gradient evaluation of every chain. During warm-up:
+
+* ``T`` climbs the ChEES criterion ("change in the estimator of the expected
+  square") ``1/4 E[(||q' - E q||^2 - ||q - E q||^2)^2]`` of the move from
+  ``q`` to the proposal ``q'``, whose derivative with respect to ``T`` is, per
+  chain, ``u_n (||q' - qbar'||^2 - ||q - qbar||^2) (q' - qbar') . dq'/dt``
+  (the means replaced by the across-chain means, treated as constants: the
+  current positions' plain mean ``qbar`` and the proposals' mean ``qbar'``
+  weighted by the acceptance probabilities). The per-chain values are averaged
+  with the acceptance probabilities as weights (:func:`criterion_gradient`),
+  and ``log T`` takes an Adam step (first moment off, second-moment decay
+  0.95, learning rate 0.025, each move of ``log T`` clipped to 0.35), with an
+  iterate average ``log Tbar`` (weight ``n^-1/2``) used after warm-up
+  (:func:`trajectory_init`, :func:`trajectory_update`, :func:`trajectory_final`);
+* ``eps`` follows dual averaging (:mod:`sigmabnn.mcmc.adaptation`) of the
+  *harmonic mean* of the chains' acceptance probabilities towards 0.651 (the
+  paper's choice: one stuck chain pulls the harmonic mean down, so the step
+  size stays small enough for every chain);
+* the diagonal inverse mass matrix is the chains' mean *within-chain*
+  variance over each of Stan's slow windows (every chain's running moments,
+  regularised as in Stan, averaged over the chains:
+  :func:`mean_within_chain_variance`; chains that sit in different modes of a
+  BNN posterior would inflate a variance pooled across chains, and with it
+  shrink the step size, by the distance between the modes). When it changes,
+  ``T`` is divided by the geometric mean of the changes of the metric's
+  standard deviations (``sqrt(new_i / old_i)``; exact when every scale changes
+  alike, and no collapse of ``T`` when only some do, e.g. when ``T`` was still
+  capped by the old metric's small step size), and the step size is
+  re-initialised.
+
+The criterion is evaluated in the metric's coordinates ``z = q / sqrt(M^-1)``
+(where the mass matrix is the identity), so every coordinate counts relative
+to its adapted scale. After warm-up, sampling keeps the jitter with the
+averaged ``T`` and the final step size.
+
+The adaptation state is one for all chains; :func:`make_init_fn` and
+:func:`make_chunk_fn` keep a copy per chain (identical by construction, beside
+the chain's own running moments: :class:`ChEESChainAdaptation`) so the chains'
+state keeps its leading ``[C]`` axis and can be split over devices, with the
+across-chain sums done by ``psum`` over the device axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from sigmabnn.mcmc import adaptation as adapt
+from sigmabnn.mcmc import hmc
+from sigmabnn.mcmc.warmup import STAGE_FROZEN, STAGE_SLOW, ChainState, IterationInfo, _conditioned, jit_chunk
+from sigmabnn.parallel import AXIS as CHAIN_AXIS
+
+Array = jax.Array
+
+DEFAULT_TARGET_ACCEPT = 0.651
+"""Target of the harmonic-mean acceptance probability (the optimum of Beskos et al. 2013, as in the paper)."""
+HALTON_BITS = 31
+
+
+# ---------------------------------------------------------------------------
+# Jitter and the shared number of leapfrog steps
+# ---------------------------------------------------------------------------
+
+
+def halton(index: Array | int) -> Array:
+    """Element ``index`` (int, >= 0) of the base-2 Halton (van der Corput) sequence, in ``(0, 1)``.
+
+    The radical inverse of ``index + 1``: 1/2, 1/4, 3/4, 1/8, 5/8, ... (float64
+    when x64 is enabled). Low-discrepancy jitter: any stretch of iterations
+    covers ``(0, 1)`` evenly, which steadies the adaptation of ``T``.
+    """
+    n = jnp.asarray(index, jnp.int32) + 1
+    bits = jnp.arange(HALTON_BITS, dtype=jnp.int32)
+    digits = jnp.right_shift(n, bits) & 1
+    weights = jnp.exp2(-(bits + 1).astype(jnp.result_type(float)))
+    return jnp.sum(digits * weights)
+
+
+def num_integration_steps(
+    jitter: Array | float, trajectory_length: Array, step_size: Array, max_num_steps: int
+) -> Array:
+    """Leapfrog steps ``clip(ceil(jitter * T / eps), 1, max_num_steps)`` (int32 scalar)."""
+    n = jnp.ceil(jnp.asarray(jitter) * trajectory_length / step_size)
+    n = jnp.where(jnp.isfinite(n), n, 1.0)
+    return jnp.clip(n, 1, max_num_steps).astype(jnp.int32)
+
+
+# ---------------------------------------------------------------------------
+# Across-chain reductions (optionally also over a device axis)
+# ---------------------------------------------------------------------------
+
+
+def _sum_chains(x: Array, axis_name: str | None) -> Array:
+    s = jnp.sum(x, axis=0)
+    return s if axis_name is None else jax.lax.psum(s, axis_name)
+
+
+def harmonic_mean(acceptance: Array, axis_name: str | None = None) -> Array:
+    """Harmonic mean of the ``[C]`` acceptance probabilities (0 when any is 0 or not finite)."""
+    a = jnp.where(jnp.isfinite(acceptance), acceptance, 0.0)
+    count = _sum_chains(jnp.ones_like(a), axis_name)
+    inv = _sum_chains(1.0 / jnp.maximum(a, jnp.finfo(a.dtype).tiny), axis_name)
+    return jnp.where(_sum_chains((a <= 0).astype(a.dtype), axis_name) > 0, jnp.zeros_like(count), count / inv)
+
+
+def criterion_gradient(
+    previous: Array,
+    proposed: Array,
+    velocity: Array,
+    acceptance: Array,
+    jitter: Array | float,
+    axis_name: str | None = None,
+) -> Array:
+    """Across-chain estimate of the derivative of the ChEES criterion with respect to ``T``.
+
+    Args:
+        previous: ``[C, d]`` positions at the start of the trajectories.
+        proposed: ``[C, d]`` positions at their end (accepted or not).
+        velocity: ``[C, d]`` ``dq/dt`` at the end (``M^-1 p``).
+        acceptance: ``[C]`` acceptance probabilities (the weights).
+        jitter: ``u_n``, the trajectory lasted ``u_n T`` (so ``dt/dT = u_n``).
+        axis_name: device axis the chains are also split along (``psum``), or ``None``.
+
+    Returns:
+        Scalar ``sum_c a_c g_c / sum_c a_c`` with
+        ``g_c = u_n (||q'_c - qbar'||^2 - ||q_c - qbar||^2) (q'_c - qbar') . v_c``,
+        ``qbar`` the mean of ``previous`` and ``qbar'`` the ``a``-weighted mean of
+        ``proposed``; chains with ``a < 1e-4`` or a non-finite ``g_c`` count as
+        ``g_c = 0``. Zero when no chain has weight.
+    """
+    a = jnp.where(jnp.isfinite(acceptance), acceptance, 0.0)
+    total_a = _sum_chains(a, axis_name)
+    count = _sum_chains(jnp.ones_like(a), axis_name)
+    safe = jnp.where(jnp.isfinite(proposed), proposed, 0.0)
+    prev_mean = _sum_chains(previous, axis_name) / count
+    prop_mean = _sum_chains(a[:, None] * safe, axis_name) / (total_a + 1e-20)
+    centred_prev = previous - prev_mean
+    centred_prop = proposed - prop_mean
+    change = jnp.sum(centred_prop**2, axis=-1) - jnp.sum(centred_prev**2, axis=-1)
+    g = jnp.asarray(jitter, previous.dtype) * change * jnp.sum(centred_prop * velocity, axis=-1)
+    g = jnp.where((a > 1e-4) & jnp.isfinite(g), g, 0.0)
+    return _sum_chains(a * g, axis_name) / (total_a + 1e-20)
+
+
+# ---------------------------------------------------------------------------
+# Adam on log T (the trajectory-length estimator, an (init, update, final) triple)
+# ---------------------------------------------------------------------------
+
+
+class TrajectoryState(NamedTuple):
+    """State of the trajectory-length adaptation.
+
+    Attributes:
+        log_trajectory_length: ``log T`` used at the next iteration (scalar, time units of the metric).
+        log_trajectory_length_avg: iterate average ``log Tbar`` (scalar), returned at the end.
+        avg_sq_grad: Adam's running mean of the squared gradient (scalar, before bias correction).
+        step: number of updates so far (int32 scalar).
+    """
+
+    log_trajectory_length: Array
+    log_trajectory_length_avg: Array
+    avg_sq_grad: Array
+    step: Array
+
+
+def trajectory_init(initial_trajectory_length: Array | float) -> TrajectoryState:
+    """Start at ``initial_trajectory_length`` (positive scalar; float dtype kept, default float)."""
+    t0 = jnp.asarray(initial_trajectory_length)
+    if not jnp.issubdtype(t0.dtype, jnp.floating):
+        t0 = t0.astype(jnp.result_type(float))
+    log_t0 = jnp.log(t0)
+    return TrajectoryState(log_t0, log_t0, jnp.zeros_like(log_t0), jnp.zeros((), jnp.int32))
+
+
+def trajectory_update(
+    state: TrajectoryState,
+    gradient: Array | float,
+    *,
+    learning_rate: float = 0.025,
+    beta2: float = 0.95,
+    max_change: float = 0.35,
+) -> TrajectoryState:
+    """One Adam ascent step on ``log T`` with the criterion gradient ``dChEES/dT`` (scalar).
+
+    ``v_n = beta2 v_{n-1} + (1 - beta2) g^2``, ``log T += clip(lr g / sqrt(v_n / (1 - beta2^n)), +-max_change)``
+    (Adam without its first moment); ``log Tbar_n = n^-1/2 log T_n + (1 - n^-1/2) log Tbar_{n-1}``.
+    A non-finite gradient counts as 0.
+    """
+    dtype = state.log_trajectory_length.dtype
+    g = jnp.asarray(gradient, dtype)
+    g = jnp.where(jnp.isfinite(g), g, 0.0)
+    n = state.step + 1
+    nf = n.astype(dtype)
+    avg_sq = beta2 * state.avg_sq_grad + (1.0 - beta2) * g * g
+    corrected = avg_sq / (1.0 - beta2**nf)
+    move = jnp.clip(learning_rate * g / jnp.sqrt(corrected + 1e-30), -max_change, max_change)
+    log_t = state.log_trajectory_length + move
+    w = nf**-0.5
+    log_avg = w * log_t + (1.0 - w) * state.log_trajectory_length_avg
+    return TrajectoryState(log_t, log_avg, avg_sq, n)
+
+
+def trajectory_final(state: TrajectoryState) -> Array:
+    """The adapted trajectory length ``exp(log Tbar)`` (the current one if no update was made)."""
+    return jnp.exp(jnp.where(state.step > 0, state.log_trajectory_length_avg, state.log_trajectory_length))
+
+
+def _trajectory_rescale(state: TrajectoryState, log_factor: Array) -> TrajectoryState:
+    return state._replace(
+        log_trajectory_length=state.log_trajectory_length + log_factor,
+        log_trajectory_length_avg=state.log_trajectory_length_avg + log_factor,
+    )
+
+
+def _trajectory_cap(state: TrajectoryState, log_max: Array) -> TrajectoryState:
+    return state._replace(log_trajectory_length=jnp.minimum(state.log_trajectory_length, log_max))
+
+
+# ---------------------------------------------------------------------------
+# The chains' running moments
+# ---------------------------------------------------------------------------
+
+
+def mean_within_chain_variance(welford: adapt.WelfordState, axis_name: str | None = None) -> Array:
+    """Mean over the chains of each chain's regularised variance (``welford`` with leading ``[C]``) -> ``[d]``.
+
+    Every chain's :func:`~sigmabnn.mcmc.adaptation.welford_final` (Stan's
+    shrinkage), averaged over all chains (also those on other devices when
+    ``axis_name`` is given): the within-chain part ``W`` of the variance, blind to
+    the distances between chains.
+    """
+    var = jax.vmap(adapt.welford_final)(welford)
+    return _sum_chains(var, axis_name) / _sum_chains(jnp.ones(var.shape[:1], var.dtype), axis_name)
+
+
+# ---------------------------------------------------------------------------
+# The ChEES adaptation of step size, trajectory length and mass matrix
+# ---------------------------------------------------------------------------
+
+
+class ChEESAdaptationState(NamedTuple):
+    """Adaptation state shared by all chains (each chain holds an identical copy).
+
+    Attributes:
+        step_size: ``eps`` used at the next iteration (scalar).
+        trajectory_length: ``T`` used at the next iteration, before jitter (scalar, time units).
+        inverse_mass_matrix: ``[d]`` diagonal of ``M^-1``.
+        dual_averaging: :class:`~sigmabnn.mcmc.adaptation.DualAveragingState` of ``log eps``.
+        trajectory: :class:`TrajectoryState` of ``log T``.
+    """
+
+    step_size: Array
+    trajectory_length: Array
+    inverse_mass_matrix: Array
+    dual_averaging: adapt.DualAveragingState
+    trajectory: TrajectoryState
+
+
+class ChEESChainAdaptation(NamedTuple):
+    """What one chain carries for the adaptation (``ChainState.adaptation``).
+
+    Attributes:
+        shared: this chain's copy of the :class:`ChEESAdaptationState` (identical in every chain).
+        welford: the chain's own :class:`~sigmabnn.mcmc.adaptation.WelfordState` of the current slow window.
+    """
+
+    shared: ChEESAdaptationState
+    welford: adapt.WelfordState
+
+
+class ChEESAdaptedParameters(NamedTuple):
+    """Tuned ChEES-HMC parameters, one (identical) copy per chain.
+
+    Attributes:
+        step_size: ``[C]`` step sizes.
+        inverse_mass_matrix: ``[C, d]`` diagonal inverse mass matrices.
+        trajectory_length: ``[C]`` trajectory lengths ``T`` (time units); iteration ``n``
+            integrates for ``u_n T``, ``u_n`` in ``(0, 1)``.
+    """
+
+    step_size: Array
+    inverse_mass_matrix: Array
+    trajectory_length: Array
+
+
+def adaptation_update(
+    state: ChEESAdaptationState,
+    *,
+    previous: Array,
+    proposed: Array,
+    velocity: Array,
+    acceptance: Array,
+    jitter: Array,
+    target_accept: float,
+    max_num_steps: int,
+    learning_rate: float = 0.025,
+    axis_name: str | None = None,
+) -> ChEESAdaptationState:
+    """One warm-up update from the ``[C, ...]`` results of an iteration of all chains.
+
+    ``previous``/``proposed``/``velocity``: ``[C, d]`` start, end and end velocity of
+    the trajectories; ``acceptance`` ``[C]``; ``jitter`` ``u_n``. ``T`` is capped at
+    ``max_num_steps`` steps of the new ``eps``.
+    """
+    scale = jax.lax.rsqrt(state.inverse_mass_matrix)
+    grad = criterion_gradient(previous * scale, proposed * scale, velocity * scale, acceptance, jitter, axis_name)
+    da = adapt.dual_averaging_update(state.dual_averaging, harmonic_mean(acceptance, axis_name), target_accept)
+    step_size = jnp.exp(da.log_step_size).astype(state.step_size.dtype)
+    traj = trajectory_update(state.trajectory, grad, learning_rate=learning_rate)
+    traj = _trajectory_cap(traj, jnp.log(step_size * max_num_steps).astype(traj.log_trajectory_length.dtype))
+    trajectory_length = jnp.exp(traj.log_trajectory_length).astype(state.trajectory_length.dtype)
+    return ChEESAdaptationState(step_size, trajectory_length, state.inverse_mass_matrix, da, traj)
+
+
+def adaptation_final(state: ChEESAdaptationState) -> tuple[Array, Array, Array]:
+    """``(step_size, trajectory_length, inverse_mass_matrix)`` after warm-up (the iterate averages)."""
+    da = state.dual_averaging
+    step = jnp.where(da.step > 0, adapt.dual_averaging_final(da).astype(state.step_size.dtype), state.step_size)
+    t = trajectory_final(state.trajectory).astype(state.trajectory_length.dtype)
+    return step, t, state.inverse_mass_matrix
+
+
+# ---------------------------------------------------------------------------
+# Multi-chain iteration: init, chunk (warm-up and sampling), finalize
+# ---------------------------------------------------------------------------
+
+
+def _first(tree: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a: a[0], tree)
+
+
+def _replicate(tree: Any, n: int) -> Any:
+    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (n,) + jnp.shape(a)), tree)
+
+
+def _pmin(x: Array, axis_name: str | None) -> Array:
+    m = jnp.min(x, axis=0)
+    return m if axis_name is None else jax.lax.pmin(m, axis_name)
+
+
+def make_init_fn(
+    logdensity_fn: Callable,
+    *,
+    initial_step_size: float = 1.0,
+    initial_num_steps: int = 32,
+    divergence_threshold: float = 1000.0,
+) -> Callable:
+    """``init(rng_key, positions [C, d], hyper [C, ...]) -> ChainState [C]`` (jitted).
+
+    The inverse mass matrix starts at the identity, the step size at the smallest
+    over the chains of the "reasonable epsilon" heuristic, and ``T`` at
+    ``initial_num_steps`` of that step size.
+    """
+    one_step = hmc.build_kernel(divergence_threshold=divergence_threshold)
+
+    def start_one(rng_key, position, hyper):
+        ld = _conditioned(logdensity_fn, hyper)
+        state = hmc.init(position, ld)
+        imm = jnp.ones_like(position)
+        eps0 = jnp.asarray(initial_step_size, position.dtype)
+        eps = adapt.find_reasonable_step_size(
+            lambda e: one_step(rng_key, state, ld, e, imm, 1)[1].acceptance_rate, eps0
+        )
+        return state, eps
+
+    @jax.jit
+    def init(rng_key, positions, hyper):
+        num_chains, d = positions.shape
+        dtype = positions.dtype
+        states, eps = jax.vmap(start_one)(jax.random.split(rng_key, num_chains), positions, hyper)
+        eps = jnp.min(eps)
+        t0 = eps * initial_num_steps
+        shared = ChEESAdaptationState(
+            eps,
+            t0,
+            jnp.ones((d,), dtype),
+            adapt.dual_averaging_init(eps),
+            trajectory_init(t0),
+        )
+        welford = _replicate(adapt.welford_init(d, dtype), num_chains)
+        return ChainState(states, hyper, ChEESChainAdaptation(_replicate(shared, num_chains), welford))
+
+    return init
+
+
+def make_chunk_fn(
+    logdensity_fn: Callable,
+    *,
+    gibbs_fn: Callable | None = None,
+    target_accept: float | None = None,
+    max_num_steps: int = 1023,
+    learning_rate: float = 0.025,
+    jitter: str = "halton",
+    divergence_threshold: float = 1000.0,
+    mesh: Any = None,
+) -> Callable:
+    """The jitted ChEES-HMC chunk function shared by warm-up and sampling.
+
+    Same contract as :func:`sigmabnn.mcmc.warmup.make_chunk_fn`: ``chunk(run_key, chains
+    [C], iteration [L], stage [L], is_window_end [L], active [L]) -> (chains, (positions
+    [L, C, d], hyper [L, C, ...], IterationInfo [L, C]))``, iteration ``t`` keyed by
+    ``fold_in(run_key, iteration[t])`` and chain ``c`` by ``split(., C)[c]``. Every chain
+    takes the same number of leapfrog steps at an iteration (``tree_depth`` is 0).
+
+    Args:
+        logdensity_fn: ``(position [d], hyper) -> scalar``.
+        gibbs_fn: ``(rng_key, position, hyper) -> hyper`` after every HMC step, or ``None``.
+        target_accept: target of the harmonic-mean acceptance (default 0.651).
+        max_num_steps: cap on the leapfrog steps of one iteration (and on ``T / eps``).
+        learning_rate: Adam's learning rate on ``log T``.
+        jitter: ``"halton"`` (``u_n`` = :func:`halton` of the iteration index) or
+            ``"uniform"`` (``u_n`` uniform in ``(0, 1)``, shared by the chains).
+        divergence_threshold: energy error (nats) that marks a divergent transition.
+        mesh: split the chains over this mesh's devices (``shard_map``), or ``None``.
+    """
+    if jitter not in ("halton", "uniform"):
+        raise ValueError(f"jitter must be 'halton' or 'uniform', got {jitter!r}")
+    if int(max_num_steps) < 1:
+        raise ValueError(f"max_num_steps must be >= 1, got {max_num_steps}")
+    max_num_steps = int(max_num_steps)
+    num_devices = 1 if mesh is None else int(mesh.size)
+    axis_name = None if mesh is None else CHAIN_AXIS
+    target = DEFAULT_TARGET_ACCEPT if target_accept is None else float(target_accept)
+    kernel = hmc.build_proposal_kernel(divergence_threshold=divergence_threshold)
+    one_step = hmc.build_kernel(divergence_threshold=divergence_threshold)
+
+    def window_end(keys, chains: ChainState, welford, shared: ChEESAdaptationState) -> ChEESAdaptationState:
+        """New inverse mass matrix from the window's moments; rescaled T; re-initialised step size."""
+        imm = mean_within_chain_variance(welford, axis_name).astype(shared.inverse_mass_matrix.dtype)
+        log_factor = -0.5 * jnp.mean(jnp.log(imm / shared.inverse_mass_matrix))
+
+        def reasonable(key, kstate, hyper):
+            ld = _conditioned(logdensity_fn, hyper)
+            return adapt.find_reasonable_step_size(
+                lambda e: one_step(key, kstate, ld, e, imm, 1)[1].acceptance_rate, shared.step_size
+            )
+
+        eps = _pmin(jax.vmap(reasonable)(keys, chains.kernel_state, chains.hyper), axis_name)
+        traj = _trajectory_rescale(shared.trajectory, log_factor.astype(shared.trajectory.log_trajectory_length.dtype))
+        traj = _trajectory_cap(traj, jnp.log(eps * max_num_steps).astype(traj.log_trajectory_length.dtype))
+        return ChEESAdaptationState(
+            eps,
+            jnp.exp(traj.log_trajectory_length).astype(shared.trajectory_length.dtype),
+            imm,
+            adapt.dual_averaging_init(eps),
+            traj,
+        )
+
+    def body(carry, xs):
+        run_key, chains = carry
+        iteration, stage, is_end, active = xs
+        local = chains.kernel_state.position.shape[0]
+        iteration_key = jax.random.fold_in(run_key, iteration)
+        keys = jax.random.split(iteration_key, local * num_devices)
+        if num_devices > 1:
+            keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
+        step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
+        end_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        shared = _first(chains.adaptation.shared)
+        dtype = chains.kernel_state.position.dtype
+        if jitter == "halton":
+            u = halton(iteration).astype(dtype)
+        else:
+            u = jax.random.uniform(jax.random.fold_in(iteration_key, 2), (), dtype, minval=1e-6)
+        n_steps = num_integration_steps(u, shared.trajectory_length, shared.step_size, max_num_steps)
+
+        def one_chain(key, chain: ChainState):
+            key_kernel, key_gibbs = jax.random.split(key)
+            ld = _conditioned(logdensity_fn, chain.hyper)
+            kstate, info, proposal = kernel(
+                key_kernel, chain.kernel_state, ld, shared.step_size, shared.inverse_mass_matrix, n_steps
+            )
+            hyper = chain.hyper
+            if gibbs_fn is not None:
+                hyper = gibbs_fn(key_gibbs, kstate.position, hyper)
+                kstate = hmc.init(kstate.position, _conditioned(logdensity_fn, hyper))
+            velocity = shared.inverse_mass_matrix * proposal.momentum
+            return kstate, hyper, info, proposal.position, velocity
+
+        def run(chains):
+            kstate, hyper, info, proposed, velocity = jax.vmap(one_chain)(step_keys, chains)
+            updated = adaptation_update(
+                shared,
+                previous=chains.kernel_state.position,
+                proposed=proposed,
+                velocity=velocity,
+                acceptance=info.acceptance_rate,
+                jitter=u,
+                target_accept=target,
+                max_num_steps=max_num_steps,
+                learning_rate=learning_rate,
+                axis_name=axis_name,
+            )
+            new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)
+            w_new = jax.vmap(adapt.welford_update)(chains.adaptation.welford, kstate.position)
+            welford = jax.tree_util.tree_map(
+                lambda n, o: jnp.where(stage == STAGE_SLOW, n, o), w_new, chains.adaptation.welford
+            )
+            new = ChainState(kstate, hyper, chains.adaptation)
+            new_shared = jax.lax.cond(is_end, lambda s: window_end(end_keys, new, welford, s), lambda s: s, new_shared)
+            fresh = jax.tree_util.tree_map(jnp.zeros_like, welford)  # welford_init: count 0, zero moments
+            welford = jax.tree_util.tree_map(lambda f, w: jnp.where(is_end, f, w), fresh, welford)
+            record = IterationInfo(
+                acceptance_rate=info.acceptance_rate,
+                step_size=jnp.broadcast_to(shared.step_size, (local,)),
+                num_integration_steps=info.num_integration_steps,
+                tree_depth=jnp.zeros((local,), jnp.int32),
+                is_divergent=info.is_divergent,
+                energy=info.energy,
+                logdensity=kstate.logdensity,
+            )
+            return ChainState(kstate, hyper, ChEESChainAdaptation(_replicate(new_shared, local), welford)), record
+
+        def skip(chains):
+            record = jax.eval_shape(run, chains)[1]
+            return chains, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), record)
+
+        chains, record = jax.lax.cond(active, run, skip, chains)
+        return (run_key, chains), (chains.kernel_state.position, chains.hyper, record)
+
+    return jit_chunk(body, mesh)
+
+
+@jax.jit
+def finalize(chains: ChainState) -> ChainState:
+    """After warm-up: step size and trajectory length = their iterate averages (per-chain copies)."""
+    shared = chains.adaptation.shared
+    step, t, _ = jax.vmap(adaptation_final)(shared)
+    shared = shared._replace(step_size=step, trajectory_length=t)
+    return chains._replace(adaptation=chains.adaptation._replace(shared=shared))
+
+
+def adapted_parameters(chains: ChainState) -> ChEESAdaptedParameters:
+    """The :class:`ChEESAdaptedParameters` the chains sample with."""
+    ad = chains.adaptation.shared
+    return ChEESAdaptedParameters(ad.step_size, ad.inverse_mass_matrix, ad.trajectory_length)
