@@ -58,6 +58,8 @@ FIT_CASES: dict[str, dict[str, Any]] = {
     "student_t_df3_map_prec1e4": {"likelihood": "student_t", "noise_df": 3.0, "noise_precision": 1e4},
     "student_t_df2.5_map_prec1e4": {"likelihood": "student_t", "noise_df": 2.5, "noise_precision": 1e4},
     "gaussian_map_prec1e4": {"noise_precision": 1e4},
+    "hetero_student_t_df3": {"likelihood": "hetero_student_t", "noise_df": 3.0},
+    "hetero_student_t_df5": {"likelihood": "hetero_student_t", "noise_df": 5.0},
 }
 """Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
 
@@ -86,6 +88,54 @@ def group_map(cases: list[str] | None) -> None:
         out = ex.run_map_case("recommended", derived, c["hidden"], c["steps"], lr=c["lr"])[0]
         out["load_average_before"] = before["load_average_1_5_15"]
         save("map", name, out | stamp())
+
+
+def r2_xsec_loss(fitted: Any, rows: Any, target: str, top: int = 8) -> dict[str, Any]:
+    """Which test points make up the R^2 xsec loss ``sum (10**mean - y)^2 / sum (y - ybar)^2``.
+
+    ``share_top``: the fraction of the squared-error sum held by the ``top`` worst points (and by
+    the worst 1 %); ``points``: those points' neutralino mass (GeV), bino / wino / higgsino
+    fractions ``N11^2``, ``N12^2``, ``N13^2 + N14^2``, true and predicted cross section (pb),
+    log10 error, predictive std of log10 and its epistemic and aleatoric parts.
+    """
+    import numpy as np
+
+    from sigmabnn.predict import predict
+
+    y = rows[target].to_numpy(np.float64)
+    pred = predict(fitted, rows, levels=(0.6827,))
+    lp = pred.log_space
+    mu = lp.mean[:, 0]
+    se = (10.0**mu - y) ** 2
+    sst = float(np.sum((y - y.mean()) ** 2))
+    order = np.argsort(se)[::-1]
+    k1 = max(1, len(y) // 100)
+    out: dict[str, Any] = {
+        "r2_xsec": 1.0 - float(se.sum()) / sst,
+        "loss_share_top": float(se[order[:top]].sum() / se.sum()),
+        "loss_share_top1pct": float(se[order[:k1]].sum() / se.sum()),
+        "top": top,
+        "num_top1pct": k1,
+        "points": [],
+    }
+    for i in order[:top]:
+        r = rows.iloc[int(i)]
+        out["points"].append(
+            {
+                "mass_gev": float(abs(r["m_1000022"])),
+                "bino": float(r["N1000022_1"] ** 2),
+                "wino": float(r["N1000022_2"] ** 2),
+                "higgsino": float(r["N1000022_3"] ** 2 + r["N1000022_4"] ** 2),
+                "xsec_true_pb": float(y[i]),
+                "xsec_pred_pb": float(10.0 ** mu[i]),
+                "loss_share": float(se[i] / se.sum()),
+                "log10_error": float(mu[i] - np.log10(y[i])),
+                "log10_std": float(lp.std[i, 0]),
+                "log10_epistemic_std": float(lp.epistemic_std[i, 0]),
+                "log10_aleatoric_std": float(lp.aleatoric_std[i, 0]),
+            }
+        )
+    return out
 
 
 def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
@@ -122,6 +172,10 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
             "wall_seconds_with_scoring": round(wall, 1),
             "load_average_before": before["load_average_1_5_15"],
         }
+        if out.config.likelihood == "hetero_student_t":
+            rows = data[data["split"] == "test"]
+            rows = rows[rows[out.config.target].notna() & (rows[out.config.target] > 0)]
+            rec["r2_xsec_loss"] = r2_xsec_loss(out.fitted, rows, out.config.target)
         m = out.metrics
         print(
             f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
