@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from test_cli import TINY, synthetic_table
+from test_student_t_cli import assert_evaluate_reports_mixture_density, assert_train_fails_in_one_line
 
 from sigmabnn.cli.main import main
 from sigmabnn.io.model_file import load_model
 from sigmabnn.model import HeteroscedasticStudentT
-from sigmabnn.predict import log_predictive_density
 
 TRAIN = ["--target", "y", "--features", "a,b"]
 
@@ -42,12 +41,7 @@ def test_train_predict_evaluate_with_hetero_student_t(workdir: Path, capsys) -> 
     assert np.all(p["lower_0.95"] < p["mean"]) and np.all(p["mean"] < p["upper_0.95"])
     ale = p["log10_aleatoric_std"].to_numpy()
     assert np.all(np.isfinite(ale)) and np.all(ale > 0) and np.ptp(ale) > 0  # a per-point noise std
-    capsys.readouterr()
-    assert main(["evaluate", str(out), str(workdir / "test.csv"), "--json"]) == 0
-    metrics = json.loads(capsys.readouterr().out)
-    test = pd.read_csv(workdir / "test.csv")
-    lpd = log_predictive_density(fitted, test, test["y"].to_numpy())["log"]
-    assert metrics["log10"]["nll"] == pytest.approx(-np.mean(lpd), rel=1e-9)  # the t mixture's density
+    assert_evaluate_reports_mixture_density(out, fitted, workdir, capsys)
 
 
 @pytest.mark.parametrize(
@@ -60,9 +54,4 @@ def test_train_predict_evaluate_with_hetero_student_t(workdir: Path, capsys) -> 
     ],
 )
 def test_bad_hetero_student_t_options_are_one_line_errors(workdir: Path, capsys, extra, message) -> None:
-    out = workdir / "bad.model"
-    argv = ["train", str(workdir / "train.csv"), *TRAIN, *TINY, *extra]
-    assert main([*argv, "-q", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and "\n" not in err and "Traceback" not in err
-    assert not out.exists()
+    assert_train_fails_in_one_line(workdir, capsys, extra, message)

@@ -146,6 +146,16 @@ class Categorical:
         return p * (1.0 - p)
 
 
+def _check_df(df: object) -> None:
+    if not (isinstance(df, int | float) and math.isfinite(df) and df > 2):
+        raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {df}")
+
+
+def _check_positive(value: object, what: str) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive number, got {value}")
+
+
 @dataclass(frozen=True)
 class StudentT:
     """Homoscedastic Student-t noise: ``y = f + e``, ``e ~ t_df(0, s)`` with scale ``s = 1 / sqrt(tau)``.
@@ -176,10 +186,8 @@ class StudentT:
     name: str = "student_t"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.df, int | float) and math.isfinite(self.df) and self.df > 2):
-            raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {self.df}")
-        if not (isinstance(self.precision, int | float) and math.isfinite(self.precision) and self.precision > 0):
-            raise ValueError(f"Student-t precision must be a positive number, got {self.precision}")
+        _check_df(self.df)
+        _check_positive(self.precision, "Student-t precision")
 
     def output_dim(self, target_dim: int) -> int:
         return target_dim
@@ -225,10 +233,8 @@ class HeteroscedasticStudentT:
     name: str = "hetero_student_t"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.df, int | float) and math.isfinite(self.df) and self.df > 2):
-            raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {self.df}")
-        if not (isinstance(self.min_scale, int | float) and math.isfinite(self.min_scale) and self.min_scale > 0):
-            raise ValueError(f"min_scale must be a positive number, got {self.min_scale}")
+        _check_df(self.df)
+        _check_positive(self.min_scale, "min_scale")
 
     def output_dim(self, target_dim: int) -> int:
         return 2 * target_dim
