@@ -255,7 +255,7 @@ def hetero_table() -> str:
         ]
         for q in loss["points"]:
             lines.append(
-                f"| {q['mass_gev']:.0f} | {q['bino']:.2f} / {q['wino']:.2f} / {q['higgsino']:.2f} "
+                f"| {q['mass_gev']:.1f} | {q['bino']:.2f} / {q['wino']:.2f} / {q['higgsino']:.2f} "
                 f"| {q['xsec_true_pb']:.4g} | {q['xsec_pred_pb']:.4g} | {100 * q['loss_share']:.1f} "
                 f"| {q['log10_error']:+.3f} | {q['log10_std']:.3f} ({q['log10_epistemic_std']:.3f} / "
                 f"{q['log10_aleatoric_std']:.3f}) |"
