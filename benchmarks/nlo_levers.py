@@ -226,6 +226,23 @@ def _test_xsec() -> Any:
     return rows[target].to_numpy(float)
 
 
+def _heavy_points(threshold_pb: float = 20.0) -> str:
+    """How many points per split have a cross section above ``threshold_pb``, and the lowest |m|."""
+    from sigmabnn.datasets import load_ewino
+
+    target = nlo.recommended_config(PROCESS).target
+    df = load_ewino()
+    df = df[df[target].notna() & (df[target] > 0)]
+    parts = []
+    for split in ("train", "val", "test"):
+        rows = df[df["split"] == split]
+        parts.append(
+            f"{split} {int((rows[target] > threshold_pb).sum())} of {len(rows)} "
+            f"(lowest |m_chi1| {rows['m_1000022'].abs().min():.2f} GeV)"
+        )
+    return f"Points above {threshold_pb:g} pb per split: " + "; ".join(parts) + "."
+
+
 def _r2_without_worst(loss: dict[str, Any], y: Any) -> float:
     """R^2 xsec of a record's predictions with its worst test point left out (from the recorded
     R^2, that point's share of the squared-error sum and the true cross sections ``y``)."""
@@ -264,6 +281,7 @@ def hetero_table() -> str:
             f"| {r['networks']} | {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
         )
     y_test = _test_xsec()
+    lines += ["", _heavy_points()]
     for name, r in fits.items():
         loss = r.get("r2_xsec_loss")
         if loss is None:
