@@ -13,8 +13,8 @@ Groups (``--group NAME``, repeatable):
   the overrides of each case (likelihood, Student-t degrees of freedom, network, MAP steps,
   chains, draws, tree depth); test metrics of the calibration report, coverage, wall time.
 
-- ``table``: print the tables; ``docs``: write them (and the targets table of
-  ``results/thesis_nlo.md``) into the generated blocks of ``docs/nlo_research.md``.
+- ``table``: print the tables (``hetero``: the heteroscedastic Student-t table alone); ``docs``:
+  write them (and the targets table of ``results/thesis_nlo.md``) into the generated blocks of ``docs/nlo_research.md``.
 
 Usage: ``python benchmarks/nlo_levers.py --group map [--case NAME ...]``.
 """
@@ -58,6 +58,8 @@ FIT_CASES: dict[str, dict[str, Any]] = {
     "student_t_df3_map_prec1e4": {"likelihood": "student_t", "noise_df": 3.0, "noise_precision": 1e4},
     "student_t_df2.5_map_prec1e4": {"likelihood": "student_t", "noise_df": 2.5, "noise_precision": 1e4},
     "gaussian_map_prec1e4": {"noise_precision": 1e4},
+    "hetero_student_t_df3": {"likelihood": "hetero_student_t", "noise_df": 3.0},
+    "hetero_student_t_df5": {"likelihood": "hetero_student_t", "noise_df": 5.0},
 }
 """Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
 
@@ -86,6 +88,54 @@ def group_map(cases: list[str] | None) -> None:
         out = ex.run_map_case("recommended", derived, c["hidden"], c["steps"], lr=c["lr"])[0]
         out["load_average_before"] = before["load_average_1_5_15"]
         save("map", name, out | stamp())
+
+
+def r2_xsec_loss(fitted: Any, rows: Any, target: str, top: int = 8) -> dict[str, Any]:
+    """Which test points make up the R^2 xsec loss ``sum (10**mean - y)^2 / sum (y - ybar)^2``.
+
+    ``share_top``: the fraction of the squared-error sum held by the ``top`` worst points (and by
+    the worst 1 %); ``points``: those points' neutralino mass (GeV), bino / wino / higgsino
+    fractions ``N11^2``, ``N12^2``, ``N13^2 + N14^2``, true and predicted cross section (pb),
+    log10 error, predictive std of log10 and its epistemic and aleatoric parts.
+    """
+    import numpy as np
+
+    from sigmabnn.predict import predict
+
+    y = rows[target].to_numpy(np.float64)
+    pred = predict(fitted, rows, levels=(0.6827,))
+    lp = pred.log_space
+    mu = lp.mean[:, 0]
+    se = (10.0**mu - y) ** 2
+    sst = float(np.sum((y - y.mean()) ** 2))
+    order = np.argsort(se)[::-1]
+    k1 = max(1, len(y) // 100)
+    out: dict[str, Any] = {
+        "r2_xsec": 1.0 - float(se.sum()) / sst,
+        "loss_share_top": float(se[order[:top]].sum() / se.sum()),
+        "loss_share_top1pct": float(se[order[:k1]].sum() / se.sum()),
+        "top": top,
+        "num_top1pct": k1,
+        "points": [],
+    }
+    for i in order[:top]:
+        r = rows.iloc[int(i)]
+        out["points"].append(
+            {
+                "mass_gev": float(abs(r["m_1000022"])),
+                "bino": float(r["N1000022_1"] ** 2),
+                "wino": float(r["N1000022_2"] ** 2),
+                "higgsino": float(r["N1000022_3"] ** 2 + r["N1000022_4"] ** 2),
+                "xsec_true_pb": float(y[i]),
+                "xsec_pred_pb": float(10.0 ** mu[i]),
+                "loss_share": float(se[i] / se.sum()),
+                "log10_error": float(mu[i] - np.log10(y[i])),
+                "log10_std": float(lp.std[i, 0]),
+                "log10_epistemic_std": float(lp.epistemic_std[i, 0]),
+                "log10_aleatoric_std": float(lp.aleatoric_std[i, 0]),
+            }
+        )
+    return out
 
 
 def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
@@ -122,6 +172,9 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
             "wall_seconds_with_scoring": round(wall, 1),
             "load_average_before": before["load_average_1_5_15"],
         }
+        rows = data[data["split"] == "test"]
+        rows = rows[rows[out.config.target].notna() & (rows[out.config.target] > 0)]
+        rec["r2_xsec_loss"] = r2_xsec_loss(out.fitted, rows, out.config.target)
         m = out.metrics
         print(
             f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
@@ -160,6 +213,96 @@ def table() -> str:
             f"| {r['noise_std_log10']:.4f} | {r['networks']} | {'-' if rhat is None else f'{rhat:.2f}'} "
             f"| {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _test_xsec() -> Any:
+    """True cross sections (pb) of the test split, as scored by ``train_process``."""
+    from sigmabnn.datasets import load_ewino
+
+    target = nlo.recommended_config(PROCESS).target
+    df = load_ewino()
+    rows = df[(df["split"] == "test") & df[target].notna() & (df[target] > 0)]
+    return rows[target].to_numpy(float)
+
+
+def _heavy_points(threshold_pb: float = 20.0) -> str:
+    """How many points per split have a cross section above ``threshold_pb``, and the lowest |m|."""
+    from sigmabnn.datasets import load_ewino
+
+    target = nlo.recommended_config(PROCESS).target
+    df = load_ewino()
+    df = df[df[target].notna() & (df[target] > 0)]
+    parts = []
+    for split in ("train", "val", "test"):
+        rows = df[df["split"] == split]
+        parts.append(
+            f"{split} {int((rows[target] > threshold_pb).sum())} of {len(rows)} "
+            f"(lowest |m_chi1| {rows['m_1000022'].abs().min():.2f} GeV)"
+        )
+    return f"Points above {threshold_pb:g} pb per split: " + "; ".join(parts) + "."
+
+
+def _r2_without_worst(loss: dict[str, Any], y: Any) -> float:
+    """R^2 xsec of a record's predictions with its worst test point left out (from the recorded
+    R^2, that point's share of the squared-error sum and the true cross sections ``y``)."""
+    import numpy as np
+
+    worst = loss["points"][0]
+    keep = ~np.isclose(y, worst["xsec_true_pb"], rtol=1e-12)
+    assert keep.sum() == y.size - 1, "the worst point's cross section is not unique"
+    sse = (1.0 - loss["r2_xsec"]) * float(np.sum((y - y.mean()) ** 2))
+    sst = float(np.sum((y[keep] - y[keep].mean()) ** 2))
+    return 1.0 - sse * (1.0 - worst["loss_share"]) / sst
+
+
+def hetero_table() -> str:
+    """Heteroscedastic Student-t cases beside the Gaussian ones: relative-error tails, coverage, and
+    the test points that make up their R^2 xsec loss (``r2_xsec_loss`` of the record)."""
+    data = json.loads(RESULTS.read_text())
+    fits = data.get("fit", {})
+    lines = [
+        "| case | R2 log | R2 xsec | median % | p90 % | p99 % | cov 1s/2s/3s % | R2 xsec loss in worst 8 / worst 1 % "
+        "| networks | fit s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in fits.items():
+        if not (name.startswith("hetero") or name.startswith("gaussian")) or "_map_prec" in name:
+            continue
+        m = r["metrics_test"]
+        loss = r.get("r2_xsec_loss")
+        share = "-"
+        if loss is not None:
+            share = f"{100 * loss['loss_share_top']:.0f} / {100 * loss['loss_share_top1pct']:.0f} %"
+        lines.append(
+            f"| {name} | {m['r2_log']:.4f} | {m['r2_xsec']:.3f} | {m['rel_err_median_pct']:.2f} "
+            f"| {m['rel_err_p90_pct']:.1f} | {m['rel_err_p99_pct']:.1f} "
+            f"| {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} | {share} "
+            f"| {r['networks']} | {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
+        )
+    y_test = _test_xsec()
+    lines += ["", _heavy_points()]
+    for name, r in fits.items():
+        loss = r.get("r2_xsec_loss")
+        if loss is None:
+            continue
+        lines += [
+            "",
+            f"{name}: the {loss['top']} test points with the largest squared cross-section error "
+            f"({100 * loss['loss_share_top']:.0f} % of the squared-error sum of R^2 xsec; without the worst "
+            f"point alone, R^2 xsec would be {_r2_without_worst(loss, y_test):.3f}):",
+            "",
+            "| m_chi1 GeV | bino / wino / higgsino | true pb | predicted pb | share % | log10 error "
+            "| std (epistemic / aleatoric), log10 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for q in loss["points"]:
+            lines.append(
+                f"| {q['mass_gev']:.1f} | {q['bino']:.2f} / {q['wino']:.2f} / {q['higgsino']:.2f} "
+                f"| {q['xsec_true_pb']:.4g} | {q['xsec_pred_pb']:.4g} | {100 * q['loss_share']:.1f} "
+                f"| {q['log10_error']:+.3f} | {q['log10_std']:.3f} ({q['log10_epistemic_std']:.3f} / "
+                f"{q['log10_aleatoric_std']:.3f}) |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -203,7 +346,13 @@ def update_docs() -> None:
     """Replace the generated blocks of ``docs/nlo_research.md`` (between ``<!-- begin NAME -->`` and
     ``<!-- end NAME -->``) with the tables generated from the results files."""
     text = DOCS.read_text()
-    for name, fn in (("levers", table), ("thesis-targets", thesis_targets), ("thesis-runs", thesis_runs)):
+    blocks = (
+        ("levers", table),
+        ("hetero", hetero_table),
+        ("thesis-targets", thesis_targets),
+        ("thesis-runs", thesis_runs),
+    )
+    for name, fn in blocks:
         begin, end = (
             f"<!-- begin {name} (generated by benchmarks/nlo_levers.py --group docs) -->",
             f"<!-- end {name} -->",
@@ -236,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
             group_fit(a.case, extra)
         elif g == "table":
             print(table(), end="")
+        elif g == "hetero":
+            print(hetero_table(), end="")
         elif g == "docs":
             update_docs()
         else:

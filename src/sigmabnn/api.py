@@ -52,7 +52,7 @@ MCMC_METHODS = ("nuts", "hmc", "mh")
 VI_METHODS = ("bbb", "flipout")
 ENSEMBLE_METHODS = ("ensemble",)
 METHODS = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
-LIKELIHOOD_NAMES = ("gaussian", "student_t")
+LIKELIHOOD_NAMES = ("gaussian", "student_t", "hetero_student_t")
 """Noise models :func:`fit` offers (a known per-row noise is chosen by ``noise_column``)."""
 DEFAULT_HIDDEN = (20, 20)
 #: Training/validation rows used for the metrics in the report (a seeded subset of larger sets).
@@ -94,6 +94,17 @@ def _noise_variance_factor(likelihood: Any) -> float:
     """Noise variance times the noise precision: 1, or ``df / (df - 2)`` for Student-t noise."""
     df = getattr(likelihood, "df", None) if likelihood.name == "student_t" else None
     return 1.0 if df is None else df / (df - 2.0)
+
+
+def _mean_noise_std(bnn: Any, draws: Any, z: np.ndarray) -> float:
+    """Mean over networks and points ``z`` of a per-point noise std (model units; heteroscedastic heads)."""
+    import jax
+    import jax.numpy as jnp
+
+    positions = np.asarray(draws.positions).reshape(draws.num_networks, -1)
+    zz = jnp.asarray(z, bnn.jdtype)
+    one = jax.jit(lambda p: jnp.mean(jnp.sqrt(bnn.likelihood.aleatoric_variance(bnn.apply(bnn.unflatten(p), zz), 1.0))))
+    return float(np.mean([float(one(jnp.asarray(p, bnn.jdtype))) for p in positions]))
 
 
 def _subset(n: int, seed: int) -> np.ndarray:
@@ -210,9 +221,15 @@ def fit(
         noise_column: column with a known per-row noise std of the target
             (original units; for a log target converted to log10 units as
             ``std / (y ln 10)``); uses the known-noise likelihood.
-        likelihood: noise model of the standardised target, ``"gaussian"`` or
+        likelihood: noise model of the standardised target, ``"gaussian"``,
             ``"student_t"`` (heavy tails; :class:`~sigmabnn.model.likelihoods.StudentT`,
-            its precision learnt by Gibbs updates with latent per-point weights).
+            its precision learnt by Gibbs updates with latent per-point weights) or
+            ``"hetero_student_t"`` (heavy tails with a per-point scale output by the network,
+            :class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT`; MCMC methods only,
+            ``learn_noise`` does not apply; ``architecture`` is that of the mean network, ending
+            in one output, to which the scale output is added, as for the ensemble; MAP first
+            fits the mean network alone and starts the scale at the residuals' Student-t scale,
+            :mod:`sigmabnn.scale_head`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"`` or ``"float32"``.
         progress: progress bars on stderr.
@@ -237,7 +254,8 @@ def fit(
         chain, divergences, step sizes, E-BFMI, function-space R-hat/ESS,
         warnings; VI: final loss and KL), ``noise_std`` (posterior mean of the
         learnt noise std in log-space target units, i.e. log10 units for a log
-        target), ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
+        target; ``hetero_student_t``: its mean over the networks and training rows),
+        ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
         :func:`sigmabnn.evaluate.metrics.evaluate` on at most
         ``METRICS_MAX_ROWS`` rows each).
 
@@ -252,7 +270,13 @@ def fit(
     from sigmabnn.evaluate.metrics import evaluate
     from sigmabnn.fitted import FittedModel
     from sigmabnn.io.model_file import to_jsonable
-    from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian, KnownNoiseGaussian, StudentT
+    from sigmabnn.model.likelihoods import (
+        Gaussian,
+        HeteroscedasticGaussian,
+        HeteroscedasticStudentT,
+        KnownNoiseGaussian,
+        StudentT,
+    )
     from sigmabnn.model.mlp import num_params
     from sigmabnn.model.posterior import BNN, Data
     from sigmabnn.model.priors import GaussianPrior
@@ -276,8 +300,14 @@ def fit(
         raise InputError(f"unknown likelihood {likelihood!r}; choose from {', '.join(LIKELIHOOD_NAMES)}")
     if likelihood_name == "student_t" and (noise_column is not None or method in ENSEMBLE_METHODS):
         raise InputError("the student_t likelihood has a learnt homoscedastic scale: no --noise-column, no ensemble")
-    if noise_df is not None and likelihood_name != "student_t":
-        raise InputError("noise_df (degrees of freedom) is an option of the student_t likelihood")
+    if noise_df is not None and likelihood_name not in ("student_t", "hetero_student_t"):
+        raise InputError("noise_df (degrees of freedom) is an option of the student_t and hetero_student_t likelihoods")
+    if likelihood_name == "hetero_student_t":
+        if method not in MCMC_METHODS:
+            raise InputError(f"the hetero_student_t likelihood needs an MCMC method ({', '.join(MCMC_METHODS)})")
+        if noise_column is not None or noise_precision is not None:
+            raise InputError("the hetero_student_t likelihood learns a scale per point: no noise column or precision")
+        learn_noise = False
 
     derive = tuple(derive)
     run_args = _run_args(
@@ -320,6 +350,11 @@ def fit(
     elif noise_column is not None:
         likelihood = KnownNoiseGaussian()
         learn_noise = False
+    elif likelihood_name == "hetero_student_t":
+        try:
+            likelihood = HeteroscedasticStudentT(df=float(4.0 if noise_df is None else noise_df))
+        except (TypeError, ValueError) as err:
+            raise InputError(str(err)) from None
     elif likelihood_name == "student_t":
         try:
             likelihood = StudentT(
@@ -334,8 +369,8 @@ def fit(
             precision=float(noise_precision) if noise_precision is not None else Gaussian.precision,
             learn_precision=bool(learn_noise),
         )
-    if method in ENSEMBLE_METHODS:
-        from sigmabnn.ensemble import with_variance_head
+    if method in ENSEMBLE_METHODS or likelihood.name == "hetero_student_t":
+        from sigmabnn.ensemble import with_variance_head  # the architecture is the mean network's
 
         mlp = with_variance_head(_architecture(architecture, prepared.feature_names, 1, activation), likelihood)
     else:
@@ -369,7 +404,7 @@ def fit(
         "dtype": dtype,
         "prior_precision": 1.0,
         "learn_noise": bool(learn_noise),
-        **({"noise_df": float(likelihood.df)} if likelihood.name == "student_t" else {}),
+        **({"noise_df": float(likelihood.df)} if likelihood.name in ("student_t", "hetero_student_t") else {}),
     }
     adapted: dict[str, np.ndarray] = {}
     t_fit = time.perf_counter()
@@ -387,9 +422,18 @@ def fit(
             if checkpoint is not None:  # created once the arguments are known to be good
                 ckpt = _open_checkpoint(checkpoint, resume, run_args, prepared.fingerprint, source)
             chunk = int(ckpt.record.get("chunk_size", CHUNK_SIZE)) if ckpt is not None else CHUNK_SIZE
+            starts = None
+            if likelihood.name == "hetero_student_t" and (ckpt is None or ckpt.load_arrays("map") is None):
+                from sigmabnn.scale_head import scale_head_starts
+
+                map_config = config.map if config.map is not None else default_config(train.n, d).map
+                starts, _ = scale_head_starts(
+                    jax.random.fold_in(key, 1), bnn, train_data, map_config, config.num_chains, val_data
+                )
             draws, info = fit_mcmc(
-                key, bnn, train_data, config, val_data=val_data, progress=progress, checkpoint=ckpt, chunk_size=chunk
-            )
+                key, bnn, train_data, config, val_data=val_data, progress=progress, checkpoint=ckpt, chunk_size=chunk,
+                initial_positions=starts,
+            )  # fmt: skip
         except KeyboardInterrupt as err:
             if ckpt is None:
                 raise
@@ -511,6 +555,8 @@ def fit(
         "sampler": sampler,
         "noise_std": None
         if noise_column is not None or method in ENSEMBLE_METHODS
+        else _mean_noise_std(bnn, draws, train_data.x[_subset(train.n, seed)]) * float(y_transform.scale[0])
+        if likelihood.name == "hetero_student_t"
         else float(np.mean(np.sqrt(_noise_variance_factor(likelihood) / noise_prec)) * float(y_transform.scale[0])),
         "timings": timings,
         "metrics": metrics,

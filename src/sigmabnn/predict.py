@@ -27,7 +27,10 @@ of total variance. Nothing is approximated by a Gaussian in the original space.
 Student-t noise (:class:`~sigmabnn.model.likelihoods.StudentT`, ``nu`` degrees of
 freedom): the latent per-point weight of a new point is integrated out, so each
 network's predictive is a Student-t ``t_nu(mu_t, s_t)`` with scale ``s_t = 1 / sqrt(tau_t)``
-(model space) and variance ``sigma_t^2 = nu / (nu - 2) s_t^2``; the mixture moments
+(model space) and variance ``sigma_t^2 = nu / (nu - 2) s_t^2``. With
+:class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT` the scale is the network's
+own output, ``s_t(x)``, per point and per network; everything below is per point and
+network, so that case is exact in the same way. The mixture moments
 above hold as written, intervals come from t draws (below) and the log predictive
 density is that of the mixture of t's. ``10^U`` has no finite moments when ``U`` is
 t-distributed, so in the original space the moments are those of the log-normals with

@@ -179,6 +179,7 @@ def fit_mcmc(
     progress: bool = True,
     checkpoint: Any = None,
     chunk_size: int = 50,
+    initial_positions: Array | None = None,
 ) -> tuple[PosteriorDraws, TrainInfo]:
     """Sample the BNN posterior: MAP starts, warm-up, sampling, Gibbs updates of learnt precisions.
 
@@ -193,6 +194,8 @@ def fit_mcmc(
             docstring); ``None`` keeps everything in memory.
         chunk_size: iterations per jitted chunk, i.e. between commits (a resumed run must use
             the value of the run it continues to reproduce it bit for bit).
+        initial_positions: optional ``[num_chains, d]`` starts of MAP pretraining, or of the
+            chains without it (default random draws), e.g. :func:`sigmabnn.scale_head.scale_head_starts`.
 
     Returns:
         ``(PosteriorDraws, TrainInfo)``: positions ``[C, S, d]`` and hyperparameters
@@ -224,7 +227,11 @@ def fit_mcmc(
         positions, hyper, map_info, map_seconds = _unpack_map(saved, hyper)
     else:
         if config.map is not None:
-            positions, map_info = pretrain_map(key_map, bnn, data, hyper, config.map, val_data, num_starts=num_chains)
+            positions, map_info = pretrain_map(
+                key_map, bnn, data, hyper, config.map, val_data, num_chains, initial_positions
+            )
+        elif initial_positions is not None:
+            positions, map_info = jnp.asarray(initial_positions, bnn.jdtype), None
         else:
             positions, map_info = draw_starts(key_map, bnn, hyper, num_chains, "glorot"), None
         positions = jax.block_until_ready(positions)

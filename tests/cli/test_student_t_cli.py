@@ -42,12 +42,17 @@ def test_train_predict_evaluate_with_student_t(workdir: Path, capsys) -> None:
     assert np.all(p["lower_0.95"] < p["mean"]) and np.all(p["mean"] < p["upper_0.95"])
     # aleatoric std is the t's std: sqrt(df / (df - 2) / tau) in log10 units, scaled by the target's std
     assert np.all(np.isfinite(p["log10_aleatoric_std"])) and np.all(p["log10_aleatoric_std"] > 0)
+    assert_evaluate_reports_mixture_density(out, fitted, workdir, capsys)
+
+
+def assert_evaluate_reports_mixture_density(out: Path, fitted, workdir: Path, capsys) -> None:
+    """``evaluate --json`` of model ``out`` on ``test.csv`` reports the t mixture's log predictive density."""
     capsys.readouterr()
     assert main(["evaluate", str(out), str(workdir / "test.csv"), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     test = pd.read_csv(workdir / "test.csv")
     lpd = log_predictive_density(fitted, test, test["y"].to_numpy())["log"]
-    assert metrics["log10"]["nll"] == pytest.approx(-np.mean(lpd), rel=1e-9)  # the t mixture's density
+    assert metrics["log10"]["nll"] == pytest.approx(-np.mean(lpd), rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -58,6 +63,11 @@ def test_train_predict_evaluate_with_student_t(workdir: Path, capsys) -> None:
     ],
 )
 def test_bad_student_t_options_are_one_line_errors(workdir: Path, capsys, extra, message) -> None:
+    assert_train_fails_in_one_line(workdir, capsys, extra, message)
+
+
+def assert_train_fails_in_one_line(workdir: Path, capsys, extra: list[str], message: str) -> None:
+    """``train`` with the options ``extra`` exits 2 with one line holding ``message`` and writes nothing."""
     out = workdir / "bad.model"
     argv = ["train", str(workdir / "train.csv"), "--target", "y", "--features", "a,b", *TINY, *extra]
     assert main([*argv, "-q", "--out", str(out)]) == 2

@@ -107,15 +107,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     sampler.add_argument(
         "--likelihood",
-        choices=("gaussian", "student_t"),
+        choices=("gaussian", "student_t", "hetero_student_t"),
         default=None,
-        help="noise model: gaussian (default) or student_t (heavy tails, latent per-point precisions Gibbs-sampled)",
+        help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled) "
+        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only)",
     )
     sampler.add_argument(
         "--df",
         type=common.positive_float,
         metavar="NU",
-        help="degrees of freedom of the student_t noise (> 2, default 4)",
+        help="degrees of freedom of the student_t / hetero_student_t noise (> 2, default 4)",
     )
     p.add_argument(
         "--out",

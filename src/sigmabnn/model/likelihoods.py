@@ -17,7 +17,8 @@ precision ``1 / scale^2`` of its Gaussian components at unit latent weight);
 
 Likelihoods with heavy-tailed noise also have ``df`` (degrees of freedom):
 prediction draws their noise from a Student-t and evaluates t densities
-(:func:`noise_df`).
+(:func:`noise_df`); :class:`StudentT` has one learnt scale, :class:`HeteroscedasticStudentT`
+a scale per point from the network.
 """
 
 from __future__ import annotations
@@ -145,6 +146,16 @@ class Categorical:
         return p * (1.0 - p)
 
 
+def _check_df(df: object) -> None:
+    if not (isinstance(df, int | float) and math.isfinite(df) and df > 2):
+        raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {df}")
+
+
+def _check_positive(value: object, what: str) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive number, got {value}")
+
+
 @dataclass(frozen=True)
 class StudentT:
     """Homoscedastic Student-t noise: ``y = f + e``, ``e ~ t_df(0, s)`` with scale ``s = 1 / sqrt(tau)``.
@@ -175,10 +186,8 @@ class StudentT:
     name: str = "student_t"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.df, int | float) and math.isfinite(self.df) and self.df > 2):
-            raise ValueError(f"Student-t degrees of freedom must be a finite number > 2, got {self.df}")
-        if not (isinstance(self.precision, int | float) and math.isfinite(self.precision) and self.precision > 0):
-            raise ValueError(f"Student-t precision must be a positive number, got {self.precision}")
+        _check_df(self.df)
+        _check_positive(self.precision, "Student-t precision")
 
     def output_dim(self, target_dim: int) -> int:
         return target_dim
@@ -197,12 +206,72 @@ class StudentT:
         return jnp.broadcast_to(factor / noise_precision, f.shape).astype(f.dtype)
 
 
+@dataclass(frozen=True)
+class HeteroscedasticStudentT:
+    """Student-t noise with a per-point scale: the network outputs ``[mean, raw]`` per target.
+
+    ``y = mu(x) + s(x) e``, ``e ~ t_df``, with ``s = softplus(raw) + min_scale``; for
+    ``t`` targets the network has ``2 t`` outputs (the means first, then the raw scales).
+    ``log p = sum_i [log Gamma((df + 1) / 2) - log Gamma(df / 2) - log(pi df) / 2 - log s_i
+    - (df + 1) / 2 log(1 + (y_i - mu_i)^2 / (df s_i^2))]``. Heavy tails and a scale that follows
+    the input together: the residuals of the NLO cross sections are both (``docs/nlo_research.md``).
+    The scale is a network output, so nothing is Gibbs-sampled (``noise_precision`` is ignored).
+
+    Units and shapes: ``f`` ``[n, 2 t]`` and ``y`` ``[n, t]`` in the model's (standardised)
+    target units; the scale ``s`` is in the same units, and the noise variance is
+    ``df / (df - 2) s^2``.
+
+    Attributes:
+        df: degrees of freedom ``nu``, fixed, a finite number ``> 2`` (so that the noise variance,
+            hence the predictive std, exists).
+        min_scale: lower bound of the scale (standardised target units, ``> 0``); keeps the
+            likelihood bounded when a network drives ``raw`` to ``-inf``.
+    """
+
+    df: float = 4.0
+    min_scale: float = 1e-4
+    name: str = "hetero_student_t"
+
+    def __post_init__(self) -> None:
+        _check_df(self.df)
+        _check_positive(self.min_scale, "min_scale")
+
+    def output_dim(self, target_dim: int) -> int:
+        return 2 * target_dim
+
+    def split(self, f: Array) -> tuple[Array, Array]:
+        """``(mean, scale)``, each ``[..., t]``, from the raw outputs ``[..., 2 t]``."""
+        t = f.shape[-1] // 2
+        return f[..., :t], jax.nn.softplus(f[..., t:]) + jnp.asarray(self.min_scale, f.dtype)
+
+    def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        mu, s = self.split(f)
+        nu = jnp.asarray(self.df, f.dtype)
+        norm = gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * jnp.log(jnp.pi * nu)
+        z2 = jnp.square((y - mu) / s)
+        return mu.size * norm - jnp.sum(jnp.log(s)) - 0.5 * (nu + 1.0) * jnp.sum(jnp.log1p(z2 / nu))
+
+    def mean(self, f: Array) -> Array:
+        return self.split(f)[0]
+
+    def scale(self, f: Array) -> Array:
+        """The t scale ``s`` ``[..., t]`` (not a std: the std is ``s sqrt(df / (df - 2))``)."""
+        return self.split(f)[1]
+
+    def aleatoric_variance(self, f: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
+        return (self.df / (self.df - 2.0)) * jnp.square(self.split(f)[1])
+
+
 def noise_df(likelihood: object) -> float | None:
-    """Degrees of freedom of a likelihood's Student-t noise, or ``None`` for Gaussian noise."""
-    return float(likelihood.df) if getattr(likelihood, "name", None) == "student_t" else None
+    """Degrees of freedom of a likelihood's Student-t noise, or ``None`` for Gaussian noise.
+
+    For both :class:`StudentT` and :class:`HeteroscedasticStudentT`: their per-network predictive
+    is a t with these degrees of freedom and variance :meth:`aleatoric_variance` (per point).
+    """
+    return float(likelihood.df) if isinstance(likelihood, StudentT | HeteroscedasticStudentT) else None
 
 
-Likelihood = Gaussian | KnownNoiseGaussian | HeteroscedasticGaussian | Categorical | StudentT
+Likelihood = Gaussian | KnownNoiseGaussian | HeteroscedasticGaussian | Categorical | StudentT | HeteroscedasticStudentT
 
 LIKELIHOODS: dict[str, type] = {
     "gaussian": Gaussian,
@@ -210,4 +279,5 @@ LIKELIHOODS: dict[str, type] = {
     "heteroscedastic": HeteroscedasticGaussian,
     "categorical": Categorical,
     "student_t": StudentT,
+    "hetero_student_t": HeteroscedasticStudentT,
 }

@@ -33,16 +33,14 @@ the neutralino columns ``m_<pdg>, N<pdg>_1..4`` and the squark masses
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jax.scipy.special import gammaln
 
 from sigmabnn.map import MAPConfig
+from sigmabnn.model.likelihoods import HeteroscedasticStudentT
 from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process, process_features
 
 __all__ = [
@@ -222,8 +220,10 @@ class NLOConfig(NamedTuple):
         hidden: hidden-layer widths.
         activation: hidden-layer activation.
         log_target: model ``log10`` of the cross section.
-        likelihood: ``"gaussian"`` or ``"student_t"`` (homoscedastic, precision Gibbs-sampled;
-            :class:`~sigmabnn.model.likelihoods.StudentT` with latent per-point weights).
+        likelihood: ``"gaussian"``, ``"student_t"`` (homoscedastic, precision Gibbs-sampled;
+            :class:`~sigmabnn.model.likelihoods.StudentT` with latent per-point weights) or
+            ``"hetero_student_t"`` (a per-point scale output by the network;
+            :class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT`).
         noise_df: degrees of freedom of the Student-t noise (ignored for ``"gaussian"``).
         noise_precision: the noise precision of MAP pretraining and the chains' start before
             it is re-estimated from the MAP residuals (standardised target units; ``None``: the
@@ -377,7 +377,7 @@ def train_process(
         learn_noise=True,
         likelihood=config.likelihood,
         noise_precision=config.noise_precision,
-        **({"noise_df": config.noise_df} if config.likelihood == "student_t" else {}),
+        **({"noise_df": config.noise_df} if config.likelihood in ("student_t", "hetero_student_t") else {}),
         progress=progress,
         derive=config.derive,
         max_tree_depth=config.max_tree_depth,
@@ -457,55 +457,7 @@ def run_demo(seed: int, directory: Any, config: NLOConfig | None = None, *, prog
     return DemoResult(model_path, report, result, time.perf_counter() - t0)
 
 
-# ----------------------------------------------------------------------------- Student-t likelihood
-
-
-@dataclass(frozen=True)
-class HeteroscedasticStudentT:
-    """Student-t noise with a per-point scale from the network: outputs ``[mean, raw]`` per target.
-
-    The scale is ``s = softplus(raw) + min_scale`` (target units); ``df`` is fixed. The
-    predictive distribution of one network is ``mean + s * t_df``; its variance
-    ``s^2 df / (df - 2)`` is infinite for ``df <= 2``, so intervals must come from
-    quantiles of the t distribution (:func:`student_t_pit`), not from a std.
-
-    Attributes:
-        df: degrees of freedom (> 0).
-        min_scale: lower bound of the scale (target units), keeps the likelihood bounded.
-    """
-
-    df: float = 2.0
-    min_scale: float = 1e-4
-    learn_precision: bool = False
-    precision: float = 1.0
-    name: str = "hetero_student_t"
-
-    def __post_init__(self) -> None:
-        if not (self.df > 0):
-            raise ValueError(f"df must be > 0, got {self.df}")
-
-    def output_dim(self, target_dim: int) -> int:
-        return 2 * target_dim
-
-    def split(self, f: Array) -> tuple[Array, Array]:
-        """``(mean, scale)`` from the raw outputs ``[..., 2 t]``."""
-        t = f.shape[-1] // 2
-        return f[..., :t], jax.nn.softplus(f[..., t:]) + self.min_scale
-
-    def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
-        mu, s = self.split(f)
-        nu = jnp.asarray(self.df, f.dtype)
-        z2 = jnp.square((y - mu) / s)
-        norm = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * jnp.log(nu * jnp.pi)
-        return mu.size * norm - jnp.sum(jnp.log(s)) - 0.5 * (nu + 1) * jnp.sum(jnp.log1p(z2 / nu))
-
-    def mean(self, f: Array) -> Array:
-        return self.split(f)[0]
-
-    def aleatoric_variance(self, f: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
-        s = self.split(f)[1]
-        factor = self.df / (self.df - 2.0) if self.df > 2 else jnp.inf
-        return factor * jnp.square(s)
+# ----------------------------------------------------------------------------- Student-t predictive
 
 
 def student_t_pit(mu: np.ndarray, scale: np.ndarray, df: float, y: np.ndarray) -> np.ndarray:
