@@ -483,6 +483,11 @@ def goals(summary: list[dict]) -> list[dict]:
     return out
 
 
+def _opt(record: dict, key: str, spec: str) -> str:
+    """``record[key]`` formatted, or ``n/a`` for records of runs made before the quantity was measured."""
+    return format(record[key], spec) if key in record else "n/a"
+
+
 def markdown(out: dict) -> str:
     m = out["machine"]
     lines = [
@@ -516,12 +521,11 @@ def markdown(out: dict) -> str:
         "within-chain ESS | within-chain ESS/s | wall s | compile s | step size | steps/iter | divergences | reps |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    nan = float("nan")  # records of runs before the within-chain ESS existed
     for r in sorted(out["summary"], key=lambda r: (r["target"], r["sampler"])):
         lines.append(
             f"| {r['target']} | {r['sampler']} | {r['grad_evals_per_s']:,.0f} | {r['min_ess_per_s']:.3g} | "
             f"{r['min_ess_per_grad']:.3g} | {r['min_ess']:.0f} | {r['ess_log_posterior']:.0f} | "
-            f"{r.get('min_within_chain_ess', nan):.0f} | {r.get('min_within_chain_ess_per_s', nan):.3g} | "
+            f"{_opt(r, 'min_within_chain_ess', '.0f')} | {_opt(r, 'min_within_chain_ess_per_s', '.3g')} | "
             f"{r['wall_s']:.1f} | "
             f"{r['compile_s']:.1f} | {r['step_size']:.3g} | {r['mean_steps_per_draw']:.1f} | "
             f"{r['divergences']:.0f} | {r['reps']} |"
