@@ -38,12 +38,11 @@ step is one gradient evaluation of every chain. During warm-up:
   re-initialised.
 
 Starting points: the chains should start near the typical set (MAP starts,
-or the end of a short NUTS run). While dispersed chains contract towards the
-posterior, a shorter trajectory lowers their spread less, so the criterion
-gradient is negative and ``T`` shrinks; from Stan's uniform starts in
-``[-2, 2]`` on the posteriordb ``sblrc-blr`` target, warm-up ended at one
-leapfrog step per iteration with the chains not yet in the posterior
-(``benchmarks/results/samplers.md``).
+or the end of a short NUTS run). From Stan's uniform starts in ``[-2, 2]``
+on the posteriordb ``sblrc-blr`` target, warm-up ended at one leapfrog step
+per iteration with the chains not yet in the posterior
+(``benchmarks/results/samplers.md``; why ``T`` shrinks while the chains
+travel is not established).
 
 The criterion is evaluated in the metric's coordinates ``z = q / sqrt(M^-1)``
 (where the mass matrix is the identity), so every coordinate counts relative
