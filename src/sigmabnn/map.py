@@ -147,6 +147,43 @@ def draw_starts(rng_key: Array, bnn: BNN, hyper: Hyperparameters, num: int, init
     return jax.vmap(one)(jax.random.split(rng_key, num))
 
 
+def epoch_permutation(rng_key: Array, step: Array, steps_per_epoch: int, n: int) -> Array:
+    """Row order ``[n]`` (int) of the epoch that minibatch step ``step`` belongs to.
+
+    One permutation of all ``n`` rows per epoch, keyed by ``fold_in(rng_key, step // steps_per_epoch)``.
+    It is a sort of ``n`` random keys, so training loops draw it once per epoch and carry it
+    (:func:`next_minibatch`), instead of once per step.
+    """
+    return jax.random.permutation(jax.random.fold_in(rng_key, step // steps_per_epoch), n)
+
+
+def next_minibatch(
+    rng_key: Array, perm: Array, step: Array, first_step: Array, steps_per_epoch: int, batch_size: int, n: int
+) -> tuple[Array, Array]:
+    """``(perm, rows)`` of minibatch step ``step`` inside a ``lax.scan`` that starts at ``first_step``.
+
+    ``perm`` is the carried row order (the scan's initial carry is
+    :func:`epoch_permutation` of ``first_step``); it is redrawn at the first step of every
+    later epoch. ``rows`` ``[batch_size]`` are the step's slice of it, so each epoch's
+    ``steps_per_epoch`` minibatches partition ``steps_per_epoch * batch_size`` of the rows, and
+    where a scan starts (mid-epoch or not) does not change them. ``step`` and ``first_step`` must
+    not be batched under ``vmap`` (the ``cond`` then stays a branch, not a select of both).
+    """
+    position = step % steps_per_epoch
+    perm = jax.lax.cond(
+        (position == 0) & (step != first_step),
+        lambda: epoch_permutation(rng_key, step, steps_per_epoch, n),
+        lambda: perm,
+    )
+    return perm, jax.lax.dynamic_slice(perm, (position * batch_size,), (batch_size,))
+
+
+def take_rows(data: Data, rows: Array) -> Data:
+    """The rows ``rows`` (int ``[m]``) of ``x``, ``y`` and (if any) ``noise_std``."""
+    take = lambda a: None if a is None else jnp.take(a, rows, axis=0)
+    return Data(take(data.x), take(data.y), take(data.noise_std))
+
+
 def _validate(config: MAPConfig, n: int, num_starts: int) -> None:
     if n < 1:
         raise ValueError("MAP pretraining needs at least one data point")
@@ -280,17 +317,6 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
     n = int(data.x.shape[0])
     optimizer = optax.adam(config.learning_rate)
 
-    def epoch_permutation(key, step):
-        """The row order of ``step``'s epoch: one permutation of all ``n`` rows per epoch and start."""
-        return jax.random.permutation(jax.random.fold_in(key, step // steps_per_epoch), n)
-
-    def batch_at(perm, step):
-        if batch_size is None:
-            return data, 1.0
-        idx = jax.lax.dynamic_slice(perm, ((step % steps_per_epoch) * batch_size,), (batch_size,))
-        take = lambda a: None if a is None else a[idx]
-        return Data(take(data.x), take(data.y), take(data.noise_std)), n / batch_size
-
     def objective(position, batch, scale):
         return -(bnn.log_prior(position, hyper) + scale * bnn.log_likelihood(position, hyper, batch))
 
@@ -300,18 +326,17 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
         return objective(position, data, 1.0) / n
 
     def chunk_one(key, position, opt_state, step0):
-        # The permutation (a sort of n keys: ~20 ms for 40k rows on one core) is drawn once per epoch and
-        # carried, not redrawn at every minibatch step; ``step`` is not batched over starts, so the cond stays one.
-        perm0 = None if batch_size is None else epoch_permutation(key, step0)
+        # one row order per epoch and start, carried (step0 is not batched over starts)
+        perm0 = None if batch_size is None else epoch_permutation(key, step0, steps_per_epoch, n)
 
         def body(carry, i):
             pos, st, perm = carry
             step = step0 + i
-            if batch_size is not None:
-                perm = jax.lax.cond(
-                    (step % steps_per_epoch == 0) & (i > 0), lambda: epoch_permutation(key, step), lambda: perm
-                )
-            batch, scale = batch_at(perm, step)
+            if batch_size is None:
+                batch, scale = data, 1.0
+            else:
+                perm, rows = next_minibatch(key, perm, step, step0, steps_per_epoch, batch_size, n)
+                batch, scale = take_rows(data, rows), n / batch_size
             loss, grad = jax.value_and_grad(objective)(pos, batch, scale)
             updates, st_new = optimizer.update(grad, st, pos)
             pos_new = optax.apply_updates(pos, updates)

@@ -61,7 +61,7 @@ import optax
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.errors import InputError
-from sigmabnn.map import MAPConfig, MAPError, pretrain_map
+from sigmabnn.map import MAPConfig, MAPError, epoch_permutation, next_minibatch, pretrain_map, take_rows
 from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
@@ -219,14 +219,6 @@ def _validate(bnn: BNN, data: Data, config: VIConfig) -> Data:
     return Data(x, y, noise_std)
 
 
-def _take(data: Data, idx: Array) -> Data:
-    return Data(
-        jnp.take(data.x, idx, axis=0),
-        jnp.take(data.y, idx, axis=0),
-        None if data.noise_std is None else jnp.take(data.noise_std, idx, axis=0),
-    )
-
-
 class _Static(NamedTuple):
     """Hashable settings of the jitted training chunk (a change recompiles it)."""
 
@@ -267,18 +259,14 @@ def _run_chunk(
     n = data.x.shape[0]
     full_batch = static.batch_size == n
 
-    def epoch_permutation(t: Array) -> Array:
-        """The row order of step ``t``'s epoch (a sort of ``n`` keys, so drawn once per epoch and carried)."""
-        return jax.random.permutation(jax.random.fold_in(key_data, t // static.num_batches), n)
-
     def body(carry: tuple[bbb.VIState, Array | None], t: Array) -> tuple[tuple, bbb.VIInfo]:
         state, perm = carry
         i = t % static.num_batches
         if full_batch:
             batch = data
         else:
-            perm = jax.lax.cond((i == 0) & (t != steps[0]), lambda: epoch_permutation(t), lambda: perm)
-            batch = _take(data, jax.lax.dynamic_slice(perm, (i * static.batch_size,), (static.batch_size,)))
+            perm, rows = next_minibatch(key_data, perm, t, steps[0], static.num_batches, static.batch_size, n)
+            batch = take_rows(data, rows)
         new, info = step_fn(
             jax.random.fold_in(key_train, t),
             state,
@@ -295,7 +283,7 @@ def _run_chunk(
         new = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, state)
         return (new, perm), info
 
-    perm0 = None if full_batch else epoch_permutation(steps[0])
+    perm0 = None if full_batch else epoch_permutation(key_data, steps[0], static.num_batches, n)
     (state, _), info = jax.lax.scan(body, (state, perm0), steps)
     return state, info
 
