@@ -49,12 +49,15 @@ class DualAveragingState(NamedTuple):
     mu: Array
 
 
+def as_float(value: Array | float) -> Array:
+    """``value`` as an array of its own floating dtype, or of the default float dtype if it is an integer."""
+    x = jnp.asarray(value)
+    return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
+
+
 def dual_averaging_init(initial_step_size: Array | float) -> DualAveragingState:
     """Start dual averaging at ``initial_step_size`` (positive scalar) with ``mu = log(10 * eps0)``."""
-    eps0 = jnp.asarray(initial_step_size)
-    if not jnp.issubdtype(eps0.dtype, jnp.floating):
-        eps0 = eps0.astype(jnp.result_type(float))
-    log_eps0 = jnp.log(eps0)
+    log_eps0 = jnp.log(as_float(initial_step_size))
     zero = jnp.zeros_like(log_eps0)
     return DualAveragingState(
         log_step_size=log_eps0,
@@ -268,9 +271,8 @@ def find_reasonable_step_size(
         The step size after the last doubling/halving (scalar). Only ``lax``
         control flow: usable inside ``jit`` and ``vmap``.
     """
-    eps0 = jnp.asarray(initial_step_size)
-    dtype = eps0.dtype if jnp.issubdtype(eps0.dtype, jnp.floating) else jnp.result_type(float)
-    eps0 = eps0.astype(dtype)
+    eps0 = as_float(initial_step_size)
+    dtype = eps0.dtype
     log_threshold = jnp.log(jnp.asarray(threshold, dtype))
 
     def log_accept(eps):

@@ -66,7 +66,16 @@ import jax.numpy as jnp
 
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import hmc
-from sigmabnn.mcmc.warmup import STAGE_FROZEN, STAGE_SLOW, ChainState, IterationInfo, _conditioned, jit_chunk
+from sigmabnn.mcmc.warmup import (
+    STAGE_FROZEN,
+    STAGE_SLOW,
+    ChainState,
+    IterationInfo,
+    _conditioned,
+    broadcast_chains,
+    chain_keys,
+    jit_chunk,
+)
 from sigmabnn.parallel import AXIS as CHAIN_AXIS
 
 Array = jax.Array
@@ -184,10 +193,7 @@ class TrajectoryState(NamedTuple):
 
 def trajectory_init(initial_trajectory_length: Array | float) -> TrajectoryState:
     """Start at ``initial_trajectory_length`` (positive scalar; float dtype kept, default float)."""
-    t0 = jnp.asarray(initial_trajectory_length)
-    if not jnp.issubdtype(t0.dtype, jnp.floating):
-        t0 = t0.astype(jnp.result_type(float))
-    log_t0 = jnp.log(t0)
+    log_t0 = jnp.log(adapt.as_float(initial_trajectory_length))
     return TrajectoryState(log_t0, log_t0, jnp.zeros_like(log_t0), jnp.zeros((), jnp.int32))
 
 
@@ -348,10 +354,6 @@ def _first(tree: Any) -> Any:
     return jax.tree_util.tree_map(lambda a: a[0], tree)
 
 
-def _replicate(tree: Any, n: int) -> Any:
-    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, (n,) + jnp.shape(a)), tree)
-
-
 def _pmin(x: Array, axis_name: str | None) -> Array:
     m = jnp.min(x, axis=0)
     return m if axis_name is None else jax.lax.pmin(m, axis_name)
@@ -396,8 +398,8 @@ def make_init_fn(
             adapt.dual_averaging_init(eps),
             trajectory_init(t0),
         )
-        welford = _replicate(adapt.welford_init(d, dtype), num_chains)
-        return ChainState(states, hyper, ChEESChainAdaptation(_replicate(shared, num_chains), welford))
+        welford = broadcast_chains(adapt.welford_init(d, dtype), num_chains)
+        return ChainState(states, hyper, ChEESChainAdaptation(broadcast_chains(shared, num_chains), welford))
 
     return init
 
@@ -470,11 +472,7 @@ def make_chunk_fn(
         iteration, stage, is_end, active = xs
         local = chains.kernel_state.position.shape[0]
         iteration_key = jax.random.fold_in(run_key, iteration)
-        keys = jax.random.split(iteration_key, local * num_devices)
-        if num_devices > 1:
-            keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
-        step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-        end_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        step_keys, end_keys = chain_keys(iteration_key, local, num_devices)
         shared = _first(chains.adaptation.shared)
         dtype = chains.kernel_state.position.dtype
         if jitter == "halton":
@@ -517,7 +515,7 @@ def make_chunk_fn(
             )
             new = ChainState(kstate, hyper, chains.adaptation)
             new_shared = jax.lax.cond(is_end, lambda s: window_end(end_keys, new, welford, s), lambda s: s, new_shared)
-            fresh = jax.tree_util.tree_map(jnp.zeros_like, welford)  # welford_init: count 0, zero moments
+            fresh = broadcast_chains(adapt.welford_init(kstate.position.shape[-1], kstate.position.dtype), local)
             welford = jax.tree_util.tree_map(lambda f, w: jnp.where(is_end, f, w), fresh, welford)
             record = IterationInfo(
                 acceptance_rate=info.acceptance_rate,
@@ -528,7 +526,7 @@ def make_chunk_fn(
                 energy=info.energy,
                 logdensity=kstate.logdensity,
             )
-            return ChainState(kstate, hyper, ChEESChainAdaptation(_replicate(new_shared, local), welford)), record
+            return ChainState(kstate, hyper, ChEESChainAdaptation(broadcast_chains(new_shared, local), welford)), record
 
         def skip(chains):
             record = jax.eval_shape(run, chains)[1]

@@ -46,6 +46,7 @@ from sigmabnn.mcmc.warmup import (
     WarmupInfo,
     _check_common,
     _check_positions,
+    broadcast_chains,
     finalize_step_size,
     make_chunk_fn,
     make_init_fn,
@@ -232,10 +233,6 @@ def _adapted(kernel: str, chains: ChainState) -> Any:
     return AdaptedParameters(ad.step_size, ad.inverse_mass_matrix)
 
 
-def _broadcast_chains(hyper: Any, num_chains: int) -> Any:
-    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains,) + jnp.shape(a)), hyper)
-
-
 def sample(
     rng_key: Array,
     logdensity_fn: Callable[[Array, Any], Array],
@@ -324,7 +321,7 @@ def sample(
         None if target_accept is None else float(target_accept), bool(dense_mass), float(initial_step_size),
         chain_mesh(num_chains) if split_chains else None, max_integration_steps,
     )  # fmt: skip
-    hyper = _broadcast_chains(initial_hyper, num_chains)
+    hyper = broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
 
     num_iterations = num_samples * thin

@@ -225,6 +225,25 @@ def _conditioned(logdensity_fn: Callable, hyper: Any) -> Callable[[Array], Array
     return lambda x: logdensity_fn(x, hyper)
 
 
+def broadcast_chains(tree: Any, num_chains: int) -> Any:
+    """Every leaf of ``tree`` repeated along a new leading chain axis ``[num_chains, ...]``."""
+    return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains,) + jnp.shape(a)), tree)
+
+
+def chain_keys(iteration_key: Array, local: int, num_devices: int) -> tuple[Array, Array]:
+    """``(step_keys, end_keys)``, each ``[local]``: the keys of this device's chains at one iteration.
+
+    Chain ``c`` of all ``C = local * num_devices`` chains uses ``split(iteration_key, C)[c]``
+    whichever device runs it (with several devices, inside ``shard_map``, this device's chains
+    are a contiguous block of the global index), folded with 0 for its transition and 1 for a
+    window end.
+    """
+    keys = jax.random.split(iteration_key, local * num_devices)
+    if num_devices > 1:
+        keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
+    return jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys), jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+
+
 def make_init_fn(
     sampler: Sampler, logdensity_fn: Callable, *, dense_mass: bool = False, initial_step_size: float = 1.0
 ) -> Callable:
@@ -322,12 +341,9 @@ def make_chunk_fn(
     def body(carry, xs):
         run_key, chains = carry
         iteration, stage, is_end, active = xs
-        local = chains.kernel_state.position.shape[0]
-        keys = jax.random.split(jax.random.fold_in(run_key, iteration), local * num_devices)
-        if num_devices > 1:  # this device's chains: a contiguous block of the global chain index
-            keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
-        step_keys = jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys)
-        end_keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)
+        step_keys, end_keys = chain_keys(
+            jax.random.fold_in(run_key, iteration), chains.kernel_state.position.shape[0], num_devices
+        )
 
         step_all = jax.vmap(transition, in_axes=(0, 0, None))
 
