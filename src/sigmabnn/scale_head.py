@@ -27,14 +27,11 @@ from sigmabnn.mcmc.gibbs import HyperPrior, initial_noise_precision
 from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticStudentT, StudentT
 from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
+from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
 
 Array = jax.Array
 
 __all__ = ["scale_head_starts"]
-
-
-def _inverse_softplus(x: Array) -> Array:
-    return x + jnp.log(-jnp.expm1(-x))
 
 
 def scale_head_starts(
@@ -75,7 +72,7 @@ def scale_head_starts(
     robust = BNN(mlp=mean_bnn.mlp, prior=bnn.prior, likelihood=StudentT(df=lik.df), dtype=bnn.dtype)
     tau = initial_noise_precision(robust, data, HyperPrior(), positions)
     s0 = 1.0 / jnp.sqrt(tau)
-    raw0 = _inverse_softplus(jnp.maximum(s0 - lik.min_scale, 0.1 * lik.min_scale))
+    raw0 = inverse_softplus(jnp.maximum(s0 - lik.min_scale, 0.1 * lik.min_scale))
 
     def widen(position: Array) -> Array:
         layers = mean_bnn.unflatten(position)

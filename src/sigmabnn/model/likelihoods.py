@@ -35,6 +35,17 @@ Array = jax.Array
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
 
+def _mean_and_scale(f: Array, minimum: float) -> tuple[Array, Array]:
+    """A mean-and-scale head's ``(mean, softplus(raw) + minimum)``, each ``[..., t]``, from ``f`` ``[..., 2 t]``."""
+    t = f.shape[-1] // 2
+    return f[..., :t], jax.nn.softplus(f[..., t:]) + jnp.asarray(minimum, f.dtype)
+
+
+def _t_log_normaliser(nu: Array) -> Array:
+    """``log Gamma((nu + 1) / 2) - log Gamma(nu / 2) - log(pi nu) / 2``: a unit-scale t density's log constant."""
+    return gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * jnp.log(jnp.pi * nu)
+
+
 def _as_column(v: Array, like: Array) -> Array:
     v = jnp.asarray(v, like.dtype)
     return v[:, None] if v.ndim == 1 and like.ndim == 2 else v
@@ -107,8 +118,7 @@ class HeteroscedasticGaussian:
         return 2 * target_dim
 
     def _split(self, f: Array) -> tuple[Array, Array]:
-        t = f.shape[-1] // 2
-        return f[..., :t], jax.nn.softplus(f[..., t:]) + self.min_std
+        return _mean_and_scale(f, self.min_std)
 
     def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
         mu, s = self._split(f)
@@ -195,7 +205,7 @@ class StudentT:
     def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
         nu = jnp.asarray(self.df, f.dtype)
         tau = jnp.asarray(noise_precision, f.dtype)
-        norm = gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * jnp.log(jnp.pi * nu) + 0.5 * jnp.log(tau)
+        norm = _t_log_normaliser(nu) + 0.5 * jnp.log(tau)
         return f.size * norm - 0.5 * (nu + 1.0) * jnp.sum(jnp.log1p(tau * jnp.square(y - f) / nu))
 
     def mean(self, f: Array) -> Array:
@@ -241,13 +251,12 @@ class HeteroscedasticStudentT:
 
     def split(self, f: Array) -> tuple[Array, Array]:
         """``(mean, scale)``, each ``[..., t]``, from the raw outputs ``[..., 2 t]``."""
-        t = f.shape[-1] // 2
-        return f[..., :t], jax.nn.softplus(f[..., t:]) + jnp.asarray(self.min_scale, f.dtype)
+        return _mean_and_scale(f, self.min_scale)
 
     def log_prob(self, f: Array, y: Array, noise_precision: Array, noise_std: Array | None = None) -> Array:
         mu, s = self.split(f)
         nu = jnp.asarray(self.df, f.dtype)
-        norm = gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * jnp.log(jnp.pi * nu)
+        norm = _t_log_normaliser(nu)
         z2 = jnp.square((y - mu) / s)
         return mu.size * norm - jnp.sum(jnp.log(s)) - 0.5 * (nu + 1.0) * jnp.sum(jnp.log1p(z2 / nu))
 
