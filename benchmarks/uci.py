@@ -658,12 +658,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def merge_docs(doc: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with the records and runs of ``other`` (another results file; its records replace same keys)."""
     runs = doc.get("runs", []) + [r for r in other.get("runs", []) if r not in doc.get("runs", [])]
@@ -671,10 +665,16 @@ def merge_docs(doc: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
 
 
 def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
+    """Write the results JSON (and the Markdown table) through the library's atomic writer.
+
+    Imported here, in the parent only: workers import this module before they limit JAX's threads.
+    """
+    from sigmabnn.io.atomic import atomic_write_text
+
     doc["results"] = aggregate(doc["records"])
-    _write(out, json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
     if published is not None:
-        _write(out.with_suffix(".md"), markdown(doc, published))
+        atomic_write_text(out.with_suffix(".md"), markdown(doc, published))
 
 
 def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods: list[str]) -> list[tuple]:
