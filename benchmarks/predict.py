@@ -4,7 +4,11 @@ For each architecture (``5-20-20-1``, ``5-50-50-50-1``) and dtype (``float64``,
 the default, and ``float32``), a model of 1,000 networks (4 chains x 250
 draws; random weights: speed does not depend on the values) with a log10
 target, so every call computes both the log-space and the original-space
-summaries and the 68 % and 95 % intervals (2,000 noise samples per point).
+summaries. Two kinds of call (``outputs``): ``intervals``, the default
+``predict`` with the 68 % and 95 % intervals (2,000 noise samples per point),
+and ``moments``, ``predict(..., levels=())``: mean, std and its epistemic and
+aleatoric parts, no noise samples (what a parameter scan that needs the
+cross section and its uncertainty calls).
 
 - ``load_ms``: median wall time of ``load_model`` (the file in the page cache).
 - ``latency_ms``: median wall time of one ``predict`` call for the batch
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
@@ -75,13 +80,16 @@ def as_dtype(fitted, dtype: str):
     return dataclasses.replace(fitted, bnn=BNN(bnn.mlp, bnn.prior, bnn.likelihood, dtype=dtype))
 
 
-def time_calls(fitted, x: np.ndarray, reps: int, budget_s: float) -> list[float]:
-    predict(fitted, x)  # compile this shape
+OUTPUTS = {"intervals": {}, "moments": {"levels": ()}}
+
+
+def time_calls(fitted, x: np.ndarray, reps: int, budget_s: float, **kwargs) -> list[float]:
+    predict(fitted, x, **kwargs)  # compile this shape
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < reps and (len(times) < 1 or time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
-        predict(fitted, x)
+        predict(fitted, x, **kwargs)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -96,75 +104,113 @@ def _median_ms(fn, reps: int = 5) -> float:
     return 1e3 * statistics.median(times)
 
 
+def _median_ms_and_cores(fn, reps: int = 9) -> tuple[float, float]:
+    """Median wall ms of ``fn()`` and the median ratio of process CPU time to wall time (cores used)."""
+    fn()
+    walls, ratios = [], []
+    for _ in range(reps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall = time.perf_counter() - t0
+        walls.append(wall)
+        ratios.append((time.process_time() - c0) / wall)
+    return 1e3 * statistics.median(walls), statistics.median(ratios)
+
+
 def breakdown(fitted, rng: np.random.Generator) -> dict:
     """Where one chunk's time goes: network forward pass, the whole device part, host sort, XLA sort.
 
     The chunk is the one ``predict`` uses for large batches; times are medians
-    of 5 calls, in milliseconds per chunk.
+    of 5 calls, in milliseconds per chunk. ``second_layer_matmul_ms``: the
+    second layer's ``[c, 20] x [20, 20]`` products of all networks alone, with
+    the number of cores it kept busy (CPU time over wall time). ``tanh_per_s``: XLA's tanh alone on
+    4 million values of each dtype (it uses both cores), the ceiling it puts on
+    the forward pass.
     """
+    tanh = jax.jit(jax.numpy.tanh)
+    ceiling = {}
+    for dtype in ("float64", "float32"):
+        values = jax.numpy.asarray(rng.normal(size=4_000_000), dtype)
+        ceiling[dtype] = values.size / (_median_ms(lambda v=values: jax.block_until_ready(tanh(v))) / 1e3)
     n_big = 10**5
     t_nets = fitted.num_networks
     s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
     width = max(fitted.bnn.mlp.widths)
     c = predict_module._effective_chunk(n_big, 65536, max(t_nets * width, 2 * s, 6 * t_nets))
-    params, prec = predict_module._positions(fitted)
-    z = jax.numpy.asarray(rng.normal(size=(c, 5)), fitted.bnn.jdtype)
-    forward = jax.jit(lambda p, lam, z: predict_module._per_draw(fitted.bnn, p, lam, z, None))
+    model = predict_module._device_model(fitted)
+    z = rng.normal(size=(c, 5)).astype(fitted.bnn.dtype)
+    forward = jax.jit(lambda m, z: predict_module._per_draw(fitted.bnn, m.params, m.noise_precision, z, None))
     fn = predict_module._chunk_fn(fitted.bnn, s, True, False, False)
-    args = (
-        params,
-        prec,
-        z,
-        None,
-        jax.numpy.asarray(fitted.y_transform.mean),
-        jax.numpy.asarray(fitted.y_transform.scale),
-        jax.random.key(0),
-        jax.numpy.arange(c),
-        None,
-    )
+    moments_fn = predict_module._chunk_fn(fitted.bnn, 0, True, False, False)
+    args = (model, z, None, jax.random.key(0), 0, None)
     draws = np.asarray(fn(*args)["draws"])
     xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
     on_device = jax.numpy.asarray(draws)
+    hidden = jax.numpy.asarray(rng.normal(size=(t_nets, c, 20)), fitted.bnn.jdtype)
+    second = jax.jit(lambda h, w: jax.lax.dot_general(h, w, (((2,), (1,)), ((0,), (0,)))))
+    second_ms, second_cores = _median_ms_and_cores(
+        lambda: jax.block_until_ready(second(hidden, model.params[1].kernel))
+    )
     return {
         "chunk_points": c,
+        "second_layer_matmul_ms": second_ms,
+        "second_layer_matmul_cores": second_cores,
         "noise_samples_per_point": s,
-        "forward_ms": _median_ms(lambda: jax.block_until_ready(forward(params, prec, z))),
+        "forward_ms": _median_ms(lambda: jax.block_until_ready(forward(model, z))),
+        "moments_device_part_ms": _median_ms(lambda: jax.block_until_ready(moments_fn(*args))),
         "device_part_ms": _median_ms(lambda: jax.block_until_ready(fn(*args))),
         "host_sort_and_quantiles_ms": _median_ms(
             lambda: predict_module._host_quantiles(draws, (0.025, 0.16, 0.84, 0.975), True)
         ),
         "xla_sort_ms": _median_ms(lambda: jax.block_until_ready(xla_sort(on_device))),
+        "tanh_per_s": ceiling,
     }
 
 
 def goals(records: list[dict]) -> list[dict]:
-    """The issue's goals against the measurements, per dtype (float64 is the default a user gets)."""
+    """The issue's goals against the measurements, per dtype and kind of call (float64 with
+    intervals is the default a user gets)."""
     out = []
     for dtype in ("float64", "float32"):
+        for outputs in OUTPUTS:
 
-        def rows(arch: str, batch: int | None = None, dtype: str = dtype) -> list[dict]:
-            return [r for r in records if r["arch"] == arch and r["dtype"] == dtype and batch in (None, r["batch"])]
+            def rows(arch: str, batch: int | None = None, dtype: str = dtype, outputs: str = outputs) -> list[dict]:
+                return [
+                    r
+                    for r in records
+                    if r["arch"] == arch
+                    and r["dtype"] == dtype
+                    and r.get("outputs", "intervals") == outputs
+                    and batch in (None, r["batch"])
+                    and not r.get("memory_run")
+                ]
 
-        checks = [
-            (
-                "batched points/s, 5-20-20-1 (best batch)",
-                "points_per_s_5-20-20-1",
-                max(r["points_per_s"] for r in rows("5-20-20-1")),
-                True,
-            ),
-            (
-                "single-point latency ms, 5-20-20-1",
-                "latency_ms_1_point",
-                min(r["latency_ms"] for r in rows("5-20-20-1", 1)),
-                False,
-            ),
-            ("load ms, 5-20-20-1", "load_ms", rows("5-20-20-1")[0]["load_ms"], False),
-            ("load ms, 5-50-50-50-1", "load_ms", rows("5-50-50-50-1")[0]["load_ms"], False),
-        ]
-        for label, key, measured, higher in checks:
-            target = GOALS[key]
-            met = measured >= target if higher else measured <= target
-            out.append({"goal": f"{label}, {dtype}", "target": target, "measured": measured, "met": met})
+            if not rows("5-20-20-1"):
+                continue
+            checks = [
+                (
+                    "batched points/s, 5-20-20-1 (best batch)",
+                    "points_per_s_5-20-20-1",
+                    max(r["points_per_s"] for r in rows("5-20-20-1")),
+                    True,
+                ),
+                (
+                    "single-point latency ms, 5-20-20-1",
+                    "latency_ms_1_point",
+                    min(r["latency_ms"] for r in rows("5-20-20-1", 1)),
+                    False,
+                ),
+            ]
+            if outputs == "intervals":
+                checks += [
+                    ("load ms, 5-20-20-1", "load_ms", rows("5-20-20-1")[0]["load_ms"], False),
+                    ("load ms, 5-50-50-50-1", "load_ms", rows("5-50-50-50-1")[0]["load_ms"], False),
+                ]
+            for label, key, measured, higher in checks:
+                target = GOALS[key]
+                met = measured >= target if higher else measured <= target
+                goal = f"{label}, {dtype}, {outputs}"
+                out.append({"goal": goal, "target": target, "measured": measured, "met": met})
     return out
 
 
@@ -177,15 +223,20 @@ def markdown(out: dict) -> str:
         "(a shared machine: absolute numbers are lower bounds).",
         f"Setting: {out['settings']['description']}",
         "",
-        "| arch | dtype | batch | points/s | latency ms | load ms | peak RSS MB |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "`outputs`: `intervals` is the default call (moments and 68/95 % intervals from 2,000 noise "
+        "samples per point); `moments` is `predict(..., levels=())` (mean, std, epistemic and aleatoric "
+        "std; no noise samples).",
+        "",
+        "| arch | dtype | outputs | batch | points/s | latency ms | load ms | peak RSS MB |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in out["records"]:
         if r.get("memory_run"):
             continue
         rss = "" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:.0f}"
         lines.append(
-            f"| {r['arch']} | {r['dtype']} | {r['batch']:,} | {r['points_per_s']:,.0f} | {r['latency_ms']:.2f} | "
+            f"| {r['arch']} | {r['dtype']} | {r.get('outputs', 'intervals')} | {r['batch']:,} | "
+            f"{r['points_per_s']:,.0f} | {r['latency_ms']:.2f} | "
             f"{r['load_ms']:.1f} | {rss} |"
         )
     mem = [r for r in out["records"] if r.get("memory_run")]
@@ -216,22 +267,45 @@ def markdown(out: dict) -> str:
             f"## Where the time goes (5-20-20-1, float64, one chunk of {b['chunk_points']} points, "
             f"{b['noise_samples_per_point']} noise samples per point; ms per chunk)",
             "",
-            "| network forward pass | whole device part (forward, moments, noise samples) | "
-            "host sort + quantiles | the same sort in XLA |",
-            "|---:|---:|---:|---:|",
-            f"| {b['forward_ms']:.1f} | {b['device_part_ms']:.1f} | {b['host_sort_and_quantiles_ms']:.1f} | "
-            f"{b['xla_sort_ms']:.1f} |",
+            "| network forward pass | device part without noise (forward, moments) | whole device part "
+            "(forward, moments, noise samples) | host sort + quantiles | the same sort in XLA |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {b['forward_ms']:.1f} | {b.get('moments_device_part_ms', float('nan')):.1f} | "
+            f"{b['device_part_ms']:.1f} | {b['host_sort_and_quantiles_ms']:.1f} | {b['xla_sort_ms']:.1f} |",
             "",
-            f"The forward pass ran at {b['chunk_points'] * 1000 * 40 / b['forward_ms'] / 1e3:.1f} million tanh per "
-            "second (1,000 networks x 40 hidden units per point): with 40,000 tanh per point, 30,000 points/s "
-            f"needs 1,200 million per second, {1.2e9 / (b['chunk_points'] * 1000 * 40 / b['forward_ms'] * 1e3):.0f}x "
-            "this rate, before any noise sampling; the machine's load (above) is part of the gap.",
         ]
+        rate = b["chunk_points"] * 1000 * 40 / b["forward_ms"] * 1e3
+        lines.append(
+            f"The forward pass ran at {rate / 1e6:.1f} million tanh per second (1,000 networks x 40 hidden units "
+            "per point): with 40,000 tanh per point, 30,000 points/s needs 1,200 million per second, "
+            f"{1.2e9 / rate:.1f}x this rate, before any noise sampling."
+        )
+        ceiling = b.get("tanh_per_s")
+        if ceiling:
+            lines.append(
+                f"XLA's tanh alone, on both cores, ran at {ceiling['float64'] / 1e6:,.0f} million per second in "
+                f"float64 and {ceiling['float32'] / 1e6:,.0f} million in float32: the tanh of 1,000 5-20-20-1 "
+                f"networks alone caps prediction at {ceiling['float64'] / 40000:,.0f} points/s in float64 and "
+                f"{ceiling['float32'] / 40000:,.0f} in float32 on this machine, before the 20x20 matrix products "
+                "of the second layer (800,000 floating-point operations per point) and any noise sampling."
+            )
+        if "second_layer_matmul_ms" in b:
+            lines.append(
+                f"Those products alone took {b['second_layer_matmul_ms']:.1f} ms of the chunk's "
+                f"{b['forward_ms']:.1f} ms forward pass, on {b['second_layer_matmul_cores']:.1f} cores (CPU time "
+                f"over wall time): {b['chunk_points'] * 400_000 / b['second_layer_matmul_ms'] / 1e6:.1f} billion "
+                "multiply-adds per second, batched over 1,000 small matrices."
+            )
     lines += ["", *out.get("notes", [])]
     return "\n".join(lines) + "\n"
 
 
 MEMORY_BATCH = 10**6
+
+
+def batches(largest: int) -> list[int]:
+    """1, 10, 100, ... up to ``largest``."""
+    return [10**k for k in range(int(math.log10(largest)) + 1)]
 
 
 def memory_run(args: argparse.Namespace) -> int:
@@ -319,16 +393,16 @@ def main(argv: list[str] | None = None) -> int:
                     fitted = load_model(path)
                     loads.append(time.perf_counter() - t0)
                 load_ms = 1e3 * statistics.median(loads)
-                batch = 1
-                while batch <= largest[arch]:
+                for batch, outputs in ((b, o) for b in batches(largest[arch]) for o in OUTPUTS):
                     x = rng.normal(size=(batch, 5))
                     reps = args.reps if batch > 1 else max(args.reps, 50)
                     tracked = peak_rss_reset()
-                    times = time_calls(fitted, x, reps, args.budget)
+                    times = time_calls(fitted, x, reps, args.budget, **OUTPUTS[outputs])
                     lat = statistics.median(times)
                     rec = {
                         "arch": arch,
                         "dtype": dtype,
+                        "outputs": outputs,
                         "batch": batch,
                         "points_per_s": batch / lat,
                         "latency_ms": 1e3 * lat,
@@ -339,16 +413,18 @@ def main(argv: list[str] | None = None) -> int:
                     }
                     records.append(rec)
                     print(
-                        f"{arch:>13} {dtype} batch {batch:>8,}: {rec['points_per_s']:>10,.0f} points/s, "
+                        f"{arch:>13} {dtype} {outputs:>9} batch {batch:>8,}: {rec['points_per_s']:>10,.0f} points/s, "
                         f"{rec['latency_ms']:9.2f} ms/call, load {load_ms:.1f} ms, peak RSS {rec['peak_rss_mb']} MB",
                         flush=True,
                     )
-                    batch *= 10
                 del fitted
 
     bd = breakdown(as_dtype(make_model("5-20-20-1", args.networks), "float64"), rng)
     print(f"breakdown: {bd}", flush=True)
 
+    # A --memory-run record (10^6 points, ten minutes) is kept from the previous results, with its date.
+    if args.out.exists():
+        records += [r for r in json.loads(args.out.read_text())["records"] if r.get("memory_run")]
     out = {
         "records": records,
         "goals": goals(records),

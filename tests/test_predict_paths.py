@@ -53,3 +53,22 @@ def test_device_draws_are_per_model():
     pa, pb = predict(a, x), predict(b, x)
     assert not np.allclose(pa.mean, pb.mean)
     np.testing.assert_array_equal(predict(a, x).mean, pa.mean)  # cached draws: same result
+
+
+def test_no_intervals_gives_the_same_moments_without_noise():
+    f = make_fitted(log10=True, chains=2, draws=5)
+    x = np.random.default_rng(4).normal(size=(9, 2))
+    full = predict(f, x)
+    moments = predict(f, x, levels=())
+    for space_full, space_moments in ((full, moments), (full.log_space, moments.log_space)):
+        assert space_moments.levels == () and space_moments.lower == {} and space_moments.upper == {}
+        for name in ("mean", "std", "epistemic_std", "aleatoric_std"):
+            np.testing.assert_array_equal(getattr(space_moments, name), getattr(space_full, name))
+    # the compiled chunk function of a call without intervals draws no noise samples
+    fn = predict_module._chunk_fn(f.bnn, 0, True, False, False)
+    model = predict_module._device_model(f)
+    out = fn(model, np.zeros((1, 2)), None, jax.random.key(0), 0, None)
+    assert "draws" not in out
+    # samples can still be asked for without intervals
+    with_samples = predict(f, x, levels=(), return_samples=True, num_noise_samples=40)
+    assert with_samples.samples.shape == (40, 9, 1) and with_samples.lower == {}

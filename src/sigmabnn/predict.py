@@ -55,8 +55,12 @@ bounded (about ``2**21`` floats for the largest intermediate: ``T x chunk x
 width`` or ``S x chunk x t``). The networks, moments and noise samples run in
 one jitted function per chunk; the samples are sorted for the quantiles on
 the host (NumPy's sort is much faster than XLA's on CPU) while the next chunk
-is computed. A model's draws are copied to the device once per model object.
-``benchmarks/predict.py`` measures points per second, latency and load time.
+is computed. A model's arrays are copied to the device once per model object.
+Without intervals (``levels=()``) no noise is drawn: the network pass and the
+moments are all the work. On a CPU the network pass dominates: 1,000
+``5-20-20-1`` networks evaluate 40,000 tanh and 400,000 multiply-adds per
+point. ``benchmarks/predict.py`` measures points per second, latency and load
+time, and where a chunk's time goes.
 The networks run in the model's dtype; everything after the network output
 (transforms, moments, quantiles) is computed in float64.
 """
@@ -238,7 +242,7 @@ def _pad(a: np.ndarray, c: int) -> np.ndarray:
 def _per_draw(bnn: BNN, params: Any, noise_precision: Array, z: Array, noise_std: Array | None):
     """Model-space ``mu``, ``var`` ``[T, c, t]`` of every network at standardised inputs ``z`` ``[c, p]``.
 
-    ``params``: the networks' parameter pytree with a leading ``[T]`` axis (see :func:`_positions`).
+    ``params``: the networks' parameter pytree with a leading ``[T]`` axis (see :func:`_device_model`).
     """
     lik = bnn.likelihood
 
@@ -320,31 +324,35 @@ def _chunk_fn(
     want_cov: bool,
     want_lpd: bool = False,
 ):
-    """Jitted ``(params, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log) -> dict``.
+    """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points.
 
-    One chunk of points; compiled once per static configuration and chunk shape.
-    Returns the moments and the predictive samples in log space, ``"draws"``
-    ``[c, t, S]`` (points-major, so that the host sorts contiguous rows);
-    the quantiles are taken on the host (:func:`_host_quantiles`): NumPy's
-    vectorised sort is an order of magnitude faster than XLA's on CPU.
+    ``model`` is the :class:`_DeviceModel`; ``z`` ``[c, p]`` the standardised inputs of the
+    points ``start .. start + c - 1`` (their indices pick the noise keys). Compiled once per
+    static configuration and chunk shape. Returns the moments and, when ``num_samples > 0``,
+    the predictive samples in log space, ``"draws"`` ``[c, t, S]`` (points-major, so that the
+    host sorts contiguous rows); the quantiles are taken on the host (:func:`_host_quantiles`):
+    NumPy's vectorised sort is an order of magnitude faster than XLA's on CPU. With
+    ``num_samples == 0`` (no intervals asked for) no noise is drawn at all.
     """
 
     df = noise_df(bnn.likelihood)
 
-    def run(params, noise_precision, z, noise_std, y_mean, y_scale, key, index, y_log):
-        mu, var = _per_draw(bnn, params, noise_precision, z, noise_std)
-        mu = mu * y_scale + y_mean  # log space
-        var = var * jnp.square(y_scale)
+    def run(model, z, noise_std, key, start, y_log):
+        mu, var = _per_draw(bnn, model.params, model.noise_precision, z, noise_std)
+        mu = mu * model.y_scale + model.y_mean  # log space
+        var = var * jnp.square(model.y_scale)
         t_nets = mu.shape[0]
         out = {"log": _moments(mu, var, want_cov)}
         if want_lpd:
             out["lpd"] = _mixture_log_density(mu, var, y_log, df)
         if log10:
             out["orig"] = _lognormal_moments(mu, var, want_cov)
-        which = jnp.arange(num_samples) % t_nets
-        eps = _standard_noise(key, index, (num_samples, mu.shape[2]), df)
-        samples = mu[which] + jnp.sqrt(var[which]) * jnp.swapaxes(eps, 0, 1)  # [S, c, t]
-        out["draws"] = jnp.transpose(samples, (1, 2, 0))  # [c, t, S]
+        if num_samples > 0:
+            index = start + jnp.arange(z.shape[0])
+            which = jnp.arange(num_samples) % t_nets
+            eps = _standard_noise(key, index, (num_samples, mu.shape[2]), df)
+            samples = mu[which] + jnp.sqrt(var[which]) * jnp.swapaxes(eps, 0, 1)  # [S, c, t]
+            out["draws"] = jnp.transpose(samples, (1, 2, 0))  # [c, t, S]
         return out
 
     return jax.jit(run)
@@ -371,8 +379,23 @@ def _host_quantiles(draws: np.ndarray, qs: tuple[float, ...], log10: bool) -> di
     return {k: np.stack(v) for k, v in out.items() if v}
 
 
-#: Device copies of a model's draws, made once per model object (a FittedModel is immutable).
-_DEVICE_DRAWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+class _DeviceModel(NamedTuple):
+    """A fitted model's arrays on the device, in the form the chunk functions take them.
+
+    Attributes:
+        params: the networks' parameter pytree, leading axis ``[T]``, model dtype.
+        noise_precision: ``[T]`` each draw's noise precision, model dtype.
+        y_mean, y_scale: ``[t]`` float64, the target standardisation (model -> log space).
+    """
+
+    params: Any
+    noise_precision: Array
+    y_mean: Array
+    y_scale: Array
+
+
+#: Device copies of a model's arrays, made once per model object (a FittedModel is immutable).
+_DEVICE_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @functools.lru_cache(maxsize=32)
@@ -380,30 +403,43 @@ def _unflatten_all(bnn: BNN):
     return jax.jit(jax.vmap(bnn.unflatten))
 
 
-def _positions(fitted: FittedModel) -> tuple[Any, Array]:
-    """Parameters (pytree, leading ``[T]``) and noise precisions ``[T]`` on the device, model dtype.
+def _device_model(fitted: FittedModel) -> _DeviceModel:
+    """The model's networks, noise precisions and target transform on the device (cached).
 
     Unflattened once per model object and cached (a FittedModel is immutable):
     slicing the flat ``[T, d]`` draws into layers inside every chunk copied
-    all the weights once per chunk (43 MB for 1,000 5-50-50-50-1 networks).
+    all the weights once per chunk (43 MB for 1,000 5-50-50-50-1 networks),
+    and converting the small arrays on every call cost more than a one-point
+    prediction's arithmetic.
     """
-    cached = _DEVICE_DRAWS.get(fitted)
+    cached = _DEVICE_MODELS.get(fitted)
     if cached is not None:
         return cached
     d = fitted.draws
     dtype = fitted.bnn.jdtype
     t = d.num_networks
     pos = jnp.asarray(np.asarray(d.positions).reshape(t, -1), dtype=dtype)
-    params = jax.block_until_ready(_unflatten_all(fitted.bnn)(pos))
-    prec = jnp.asarray(np.asarray(d.hyper.noise_precision).reshape(t), dtype=dtype)
-    _DEVICE_DRAWS[fitted] = (params, prec)
-    return params, prec
+    model = _DeviceModel(
+        params=_unflatten_all(fitted.bnn)(pos),
+        noise_precision=jnp.asarray(np.asarray(d.hyper.noise_precision).reshape(t), dtype=dtype),
+        y_mean=jnp.asarray(fitted.y_transform.mean, jnp.float64),
+        y_scale=jnp.asarray(fitted.y_transform.scale, jnp.float64),
+    )
+    model = jax.block_until_ready(model)
+    _DEVICE_MODELS[fitted] = model
+    return model
+
+
+@functools.cache
+def _default_key() -> Array:
+    """``jax.random.key(DEFAULT_SEED)``, made once (creating a key costs tens of microseconds)."""
+    return jax.random.key(DEFAULT_SEED)
 
 
 def _assemble(parts: dict[str, list], levels: tuple[float, ...], want_cov: bool, want_samples: bool, log_space):
     cat = {k: np.concatenate(v, axis=1 if k == "samples" or k == "quantiles" else 0) for k, v in parts.items()}
     epi, ale = cat["epistemic_var"], cat["aleatoric_var"]
-    q = cat["quantiles"]
+    q = cat.get("quantiles")
     return Prediction(
         mean=cat["mean"],
         std=np.sqrt(epi + ale),
@@ -437,7 +473,9 @@ def predict(
         x_raw: raw (original-unit) features ``[n, p]`` in ``fitted.feature_names``
             order, or a DataFrame with the raw columns (derived features are
             then recomputed; see :func:`feature_matrix_for`).
-        levels: central interval probabilities, e.g. ``(0.68, 0.95)``.
+        levels: central interval probabilities, e.g. ``(0.68, 0.95)``; ``()`` for no
+            intervals: then no noise samples are drawn (unless ``return_samples``),
+            the fastest path when only the moments are needed.
         rng_key: JAX key for the noise samples (default ``jax.random.key(DEFAULT_SEED)``).
         num_noise_samples: predictive samples per point (default: the smallest
             multiple of T that is >= 2000).
@@ -492,38 +530,43 @@ def _predict_matrix(
     if s < 2:
         raise InputError(f"num_noise_samples must be >= 2, got {s}")
     qs = tuple(q for v in lv for q in ((1.0 - v) / 2.0, (1.0 + v) / 2.0))
-    key = jax.random.key(DEFAULT_SEED) if rng_key is None else rng_key
+    key = _default_key() if rng_key is None else rng_key
     log10 = fitted.log_target
     t = fitted.target_dim
     width = max(fitted.bnn.mlp.widths)
-    c = _effective_chunk(n, chunk_size, max(t_nets * width, 2 * s * t, 6 * t_nets * t))
+    sampled = bool(qs) or return_samples  # without intervals or samples no noise is drawn
+    c = _effective_chunk(n, chunk_size, max(t_nets * width, 2 * s * t if sampled else 0, 6 * t_nets * t))
 
     want_lpd = y_log is not None
-    fn = _chunk_fn(fitted.bnn, s, log10, bool(covariance), want_lpd)
-    pos, prec = _positions(fitted)
+    fn = _chunk_fn(fitted.bnn, s if sampled else 0, log10, bool(covariance), want_lpd)
+    model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
-    y_mean = jnp.asarray(fitted.y_transform.mean, jnp.float64)
-    y_scale = jnp.asarray(fitted.y_transform.scale, jnp.float64)
+    if nstd is not None:
+        nstd = nstd.astype(fitted.bnn.dtype)
+    y_log = None if y_log is None else np.asarray(y_log, np.float64)
     spaces = ("log", "orig") if log10 else ("log",)
     parts: dict[str, dict[str, list]] = {sp: {} for sp in spaces}
     lpd_parts: list[np.ndarray] = []
 
     def launch(start: int, stop: int):
-        zc = jnp.asarray(_pad(z[start:stop], c))
-        nc = None if nstd is None else jnp.asarray(_pad(nstd[start:stop], c), fitted.bnn.jdtype)
-        yc = jnp.asarray(_pad(np.asarray(y_log[start:stop], np.float64), c)) if want_lpd else None
-        idx = jnp.arange(start, start + c)
-        return stop - start, fn(pos, prec, zc, nc, y_mean, y_scale, key, idx, yc)
+        # NumPy chunks go straight to the jitted function (its argument transfer is cheaper
+        # than a separate jnp.asarray per array).
+        zc = _pad(z[start:stop], c)
+        nc = None if nstd is None else _pad(nstd[start:stop], c)
+        yc = _pad(y_log[start:stop], c) if want_lpd else None
+        return stop - start, fn(model, zc, nc, key, start, yc)
 
     def collect(m: int, out: dict) -> None:
         out = jax.device_get(out)
-        draws = np.asarray(out["draws"])[:m]
-        quantiles = _host_quantiles(draws, qs, log10)
+        if sampled:
+            draws = np.asarray(out["draws"])[:m]
+            quantiles = _host_quantiles(draws, qs, log10) if qs else None
         for sp in spaces:
             for k, v in out[sp].items():
                 parts[sp].setdefault(k, []).append(np.asarray(v)[:m])
-            parts[sp].setdefault("quantiles", []).append(quantiles[sp])
+            if qs:
+                parts[sp].setdefault("quantiles", []).append(quantiles[sp])
             if return_samples:
                 samples = np.moveaxis(draws, -1, 0)  # [S, m, t]
                 parts[sp].setdefault("samples", []).append(samples if sp == "log" else np.power(10.0, samples))
@@ -550,10 +593,10 @@ def _predict_matrix(
 
 @functools.lru_cache(maxsize=32)
 def _lpd_fn(bnn: BNN):
-    def run(params, noise_precision, z, noise_std, y_model, y_scale):
-        mu, var = _per_draw(bnn, params, noise_precision, z, noise_std)
+    def run(model, z, noise_std, y_model):
+        mu, var = _per_draw(bnn, model.params, model.noise_precision, z, noise_std)
         # model-space density, then the Jacobian of model space -> log space
-        return _mixture_log_density(mu, var, y_model, noise_df(bnn.likelihood)) - jnp.sum(jnp.log(y_scale))
+        return _mixture_log_density(mu, var, y_model, noise_df(bnn.likelihood)) - jnp.sum(jnp.log(model.y_scale))
 
     return jax.jit(run)
 
@@ -581,16 +624,17 @@ def log_predictive_density(
     t_nets = fitted.num_networks
     c = _effective_chunk(n, chunk_size, max(t_nets * max(fitted.bnn.mlp.widths), 6 * t_nets * fitted.target_dim))
     fn = _lpd_fn(fitted.bnn)
-    pos, prec = _positions(fitted)
+    model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
-    y_scale = jnp.asarray(fitted.y_transform.scale, jnp.float64)
+    if nstd is not None:
+        nstd = nstd.astype(fitted.bnn.dtype)
     parts = []
     for start, stop in _chunks(n, c):
-        zc = jnp.asarray(_pad(z[start:stop], c))
-        yc = jnp.asarray(_pad(y_model[start:stop], c))
-        nc = None if nstd is None else jnp.asarray(_pad(nstd[start:stop], c), fitted.bnn.jdtype)
-        parts.append(np.asarray(fn(pos, prec, zc, nc, yc, y_scale))[: stop - start])
+        zc = _pad(z[start:stop], c)
+        yc = _pad(y_model[start:stop], c)
+        nc = None if nstd is None else _pad(nstd[start:stop], c)
+        parts.append(np.asarray(fn(model, zc, nc, yc))[: stop - start])
     lpd = np.concatenate(parts) if parts else np.zeros(0)
     out = {"log": lpd}
     if fitted.log_target:

@@ -250,3 +250,18 @@ def test_info_says_when_a_model_is_an_interrupted_run() -> None:
     rows = dict(summary_rows({**base, "diagnostics": {"training": training}}))
     assert "incomplete" in rows["status"] and "3 of 50" in rows["status"] and "--resume" in rows["status"]
     assert "status" not in dict(summary_rows({**base, "diagnostics": {}}))
+
+
+def test_predict_without_intervals(model: Path, workdir: Path, capsys) -> None:
+    out = workdir / "pred_moments.csv"
+    assert main(["predict", str(model), str(workdir / "test.csv"), "--no-intervals", "-o", str(out)]) == 0
+    moments = pd.read_csv(out)
+    assert list(moments.columns) == ["mean", "std", "epistemic_std", "aleatoric_std"]
+    assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(workdir / "pred_default.csv")]) == 0
+    full = pd.read_csv(workdir / "pred_default.csv")
+    pd.testing.assert_frame_equal(moments, full[moments.columns])  # the same moments as the default call
+    capsys.readouterr()
+    argv = ["predict", str(model), str(workdir / "test.csv"), "--no-intervals", "--level", "0.9", "-o", "-"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--no-intervals" in err[0]

@@ -7,12 +7,14 @@ import sys
 from typing import Any
 
 from sigmabnn.cli import common
+from sigmabnn.errors import InputError
 
 HELP = "predict with a model file: mean, std and intervals per row, as CSV"
 DESCRIPTION = (
     "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
     "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "
-    "for a log target also log10_mean, log10_std, ... in log10 space."
+    "for a log target also log10_mean, log10_std, ... in log10 space. --no-intervals leaves out the interval "
+    "columns and draws no noise samples."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -34,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA", help="table with the model's input columns (.csv, .parquet)")
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV ('-' for stdout)")
     add_level_argument(p)
+    p.add_argument(
+        "--no-intervals",
+        action="store_true",
+        help="only mean and std columns (no noise samples are drawn: the fastest predictions)",
+    )
     p.add_argument(
         "--with-inputs", action="store_true", help="copy the columns of DATA in front of the prediction columns"
     )
@@ -75,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     model_path = args.model  # a directory; load_model names what is wrong with it
     data_path = common.input_file(args.data, "data file")
     out = common.output_file(args.out, "output file")
-    levels = tuple(dict.fromkeys(args.level or DEFAULT_LEVELS))
+    if args.no_intervals and args.level:
+        raise InputError("--no-intervals and --level exclude each other")
+    levels = () if args.no_intervals else tuple(dict.fromkeys(args.level or DEFAULT_LEVELS))
 
     import jax
     import pandas as pd
