@@ -124,6 +124,31 @@ def test_fit_nuts_end_to_end():
 
 
 @pytest.mark.slow
+def test_fit_chees_end_to_end(tmp_path, capsys):
+    from sigmabnn.cli.main import main
+
+    df = _table(60, seed=1)
+    fitted, report = fit(
+        df, "y", method="chees", architecture="2-5-1", log_target=True, num_chains=4, num_warmup=200,
+        num_samples=50, learn_noise=True, progress=False,
+    )  # fmt: skip
+    assert fitted.method == "chees" and fitted.draws.positions.shape == (4, 50, 21)
+    # one trajectory shared by the chains: one step size, and the steps per iteration are recorded
+    steps = report["sampler"]["step_size"]
+    assert len(steps) == 4 and len(set(steps)) == 1 and report["sampler"]["mean_integration_steps"] >= 1
+    assert report["sampler"]["ebfmi"] is not None and "tree_depth_saturation" not in report["sampler"]
+    assert report["metrics"]["train"]["log10"]["r2"] > 0.95
+    assert report["metrics"]["train"]["log10"]["coverage_interval"]["0.95"] > 0.8
+    # saved, loaded and diagnosed like any MCMC model
+    path = tmp_path / "chees.model"
+    save_model(fitted, path)
+    assert load_model(path).method == "chees"
+    assert main(["diagnose", str(path), "--json"]) in (0, 1)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["predictions"]["max_rhat"] > 0
+
+
+@pytest.mark.slow
 def test_fit_bbb_end_to_end():
     df = _table(60, seed=2)
     fitted, report = fit(

@@ -71,10 +71,15 @@ def test_bad_settings_raise_value_error():
 
 
 @pytest.mark.slow
-def test_fit_fixed_noise_matches_exact_gaussian_posterior():
+@pytest.mark.parametrize("kernel", ["nuts", "chees"])
+def test_fit_fixed_noise_matches_exact_gaussian_posterior(kernel):
     bnn, data = linear_problem()
     config = MCMCConfig(
-        num_chains=4, num_warmup=400, num_samples=1000, map=MAPConfig(learning_rate=0.05, num_steps=300)
+        kernel=kernel,
+        num_chains=4,
+        num_warmup=400,
+        num_samples=1000,
+        map=MAPConfig(learning_rate=0.05, num_steps=300),
     )
     draws, info = fit_mcmc(jax.random.PRNGKey(0), bnn, data, config, progress=False)
     assert draws.positions.shape == (4, 1000, 4) and draws.positions.dtype == jnp.float64

@@ -13,7 +13,7 @@
    a per-row known noise std with ``noise_column``); Gaussian prior with
    precision 1.0 on every kernel and bias entry, a unit-scale prior that
    matches standardised inputs and targets;
-5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"mh"``,
+5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"chees"``, ``"mh"``,
    or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``; or train a
    deep ensemble, :func:`sigmabnn.ensemble.fit_ensemble` for ``"ensemble"``
    (the likelihood then has a learned variance head: the architecture's last
@@ -48,7 +48,7 @@ from sigmabnn.errors import InputError
 
 __all__ = ["ENSEMBLE_METHODS", "MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "resume"]
 
-MCMC_METHODS = ("nuts", "hmc", "mh")
+MCMC_METHODS = ("nuts", "hmc", "mh", "chees")
 VI_METHODS = ("bbb", "flipout")
 ENSEMBLE_METHODS = ("ensemble",)
 METHODS = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
@@ -203,7 +203,7 @@ def fit(
         target: the column to predict.
         features: input columns; default every other numeric column (after
             derived features are added, so those are included).
-        method: ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC), ``"bbb"``, ``"flipout"`` (VI)
+        method: ``"nuts"``, ``"hmc"``, ``"chees"`` (ChEES-HMC), ``"mh"`` (MCMC), ``"bbb"``, ``"flipout"`` (VI)
             or ``"ensemble"`` (deep ensemble with a learned variance).
         architecture: ``"auto"`` (``P-20-20-1``), ``"5-50-50-1"`` or a sequence of widths.
         activation: hidden-layer activation.

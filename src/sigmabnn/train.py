@@ -46,14 +46,19 @@ class MCMCConfig(NamedTuple):
     """Settings of :func:`fit_mcmc`.
 
     Attributes:
-        kernel: ``"nuts"``, ``"hmc"`` or ``"mh"``.
+        kernel: ``"nuts"``, ``"hmc"``, ``"chees"`` or ``"mh"``. ``"chees"`` is ChEES-HMC
+            (:mod:`sigmabnn.mcmc.chees`): all chains share one jittered trajectory length,
+            adapted during warm-up; it needs starts near the posterior, which the MAP
+            pretraining gives (``map`` not ``None`` or ``initial_positions``).
         num_chains: independent chains, each from its own MAP start.
         num_warmup: warm-up iterations per chain (discarded).
         num_samples: kept draws per chain (networks = ``num_chains * num_samples``).
         thin: keep every ``thin``-th sampling iteration.
         target_accept: dual-averaging target; ``None`` is the kernel's default.
-        max_tree_depth: NUTS maximal tree depth (at most ``2**depth - 1`` leapfrog steps).
-        num_integration_steps: HMC leapfrog steps per transition (the thesis's L).
+        max_tree_depth: NUTS maximal tree depth (at most ``2**depth - 1`` leapfrog steps); for
+            ``"chees"`` the cap ``2**depth - 1`` on the leapfrog steps of one iteration.
+        num_integration_steps: HMC leapfrog steps per transition (the thesis's L); for
+            ``"chees"`` the initial trajectory length in steps of the initial step size.
         random_direction: HMC integrates forwards or backwards at random (thesis Algorithm 4).
         dense_mass: adapt a dense inverse mass matrix instead of a diagonal one.
         learn_noise: Gibbs-sample the noise precision of a Gaussian or Student-t likelihood;

@@ -144,11 +144,12 @@ def run(args: argparse.Namespace) -> int:
     data_path = None if args.data is None else common.input_file(args.data, "data file")
     out = None if args.out is None else _check_out(args.out)
 
+    from sigmabnn.api import MCMC_METHODS
     from sigmabnn.evaluate import diagnostics as diag
     from sigmabnn.io.model_file import load_model
 
     fitted = load_model(args.model)
-    if fitted.method not in ("nuts", "hmc", "mh"):
+    if fitted.method not in MCMC_METHODS:
         raise InputError(
             f"diagnose needs MCMC chains; this model was fitted by {fitted.method} (variational), "
             "whose draws are independent by construction"

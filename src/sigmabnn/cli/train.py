@@ -27,7 +27,7 @@ DESCRIPTION = (
     "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given."
 )
 
-METHODS = ("nuts", "hmc", "mh", "bbb", "flipout", "ensemble")
+METHODS = ("nuts", "hmc", "chees", "mh", "bbb", "flipout", "ensemble")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -89,7 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sampler.add_argument(
         "--method",
         choices=METHODS,
-        help="nuts, hmc, mh (MCMC), bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
+        help="nuts, hmc, chees (ChEES-HMC: one adapted trajectory length shared by the chains), mh (MCMC), "
+        "bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
         "variance; --chains/--warmup ignored by the last three); default nuts",
     )
     sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")

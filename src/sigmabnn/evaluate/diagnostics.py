@@ -318,7 +318,7 @@ def sampler_diagnostics(info: Any, *, max_tree_depth: int | None = None, kernel:
         max_tree_depth: the sampler's maximum tree depth; a draw is saturated
             when ``tree_depth >= max_tree_depth``. Without it, saturation is
             not reported.
-        kernel: ``"nuts"``, ``"hmc"`` or ``"mh"``. E-BFMI is reported for
+        kernel: ``"nuts"``, ``"hmc"``, ``"chees"`` or ``"mh"``. E-BFMI is reported for
             the Hamiltonian kernels only (an MH "energy" is just the negative
             log-density), tree depth for NUTS only.
 
@@ -328,8 +328,8 @@ def sampler_diagnostics(info: Any, *, max_tree_depth: int | None = None, kernel:
         ``tree_depth_saturation_fraction``, ``mean_tree_depth``, ``ebfmi``
         (list, per chain), ``mean_acceptance`` (list, per chain), ``num_chains``.
     """
-    if kernel not in ("nuts", "hmc", "mh"):
-        raise ValueError(f"kernel must be 'nuts', 'hmc' or 'mh', got {kernel!r}")
+    if kernel not in ("nuts", "hmc", "chees", "mh"):
+        raise ValueError(f"kernel must be 'nuts', 'hmc', 'chees' or 'mh', got {kernel!r}")
     out: dict[str, Any] = {}
     div = _field(info, "is_divergent")
     if div is not None:
