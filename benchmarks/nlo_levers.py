@@ -60,6 +60,16 @@ FIT_CASES: dict[str, dict[str, Any]] = {
     "gaussian_map_prec1e4": {"noise_precision": 1e4},
     "hetero_student_t_df3": {"likelihood": "hetero_student_t", "noise_df": 3.0},
     "hetero_student_t_df5": {"likelihood": "hetero_student_t", "noise_df": 5.0},
+    "gaussian_chees": {"method": "chees"},
+    "hetero_student_t_df3_chees": {"likelihood": "hetero_student_t", "noise_df": 3.0, "method": "chees"},
+    "hetero_student_t_df3_map_steps12000_chees": {
+        "likelihood": "hetero_student_t",
+        "noise_df": 3.0,
+        "method": "chees",
+        "map_steps": 12000,
+        "num_warmup": 300,
+        "num_samples": 250,
+    },
 }
 """Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
 
@@ -198,7 +208,11 @@ def table() -> str:
             f"| {t['rel_err_p90_pct']:.1f} | {t['rel_err_p99_pct']:.1f} | {r['seconds']:.0f} "
             f"| {r['load_average_before'][0]:.1f} |"
         )
-    lines += ["", "Library path (`train_process` = `api.fit`, NUTS), test split:", ""]
+    lines += [
+        "",
+        "Library path (`train_process` = `api.fit`; NUTS, or ChEES-HMC where the case says `chees`), test split:",
+        "",
+    ]
     lines += [
         "| case | R2 log | R2 xsec | median % | cov 1s/2s/3s % | z std | noise std (log10) | networks "
         "| R-hat | fit s | load |",

@@ -14,7 +14,7 @@ DESCRIPTION = (
     "one-dimensional functions (Maz 2018: 50 points on [-10, 10]), predict on [-20, 20], write one PNG per function "
     "and print how often the 95 % interval contains the true function inside and outside the training domain. "
     "nlo: train the recommended surrogate of the NLO cross section p p -> chi1^0 chi1^0 on the built-in Prospino "
-    "data (MAP pretraining, then NUTS with the noise precision Gibbs-sampled), save the model and write its "
+    "data (a heteroscedastic Student-t head, MAP pretraining, then ChEES-HMC), save the model and write its "
     "calibration report."
 )
 

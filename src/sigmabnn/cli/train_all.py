@@ -11,8 +11,8 @@ from sigmabnn.cli import common
 HELP = "train the recommended surrogate of every process of a cross-section table (resumable)"
 DESCRIPTION = (
     "Train one BNN surrogate per process (every nlo_<pdg1>_<pdg2> column of DATA, or those given with --process) "
-    "with the recommended configuration (the thesis's inputs plus physics features, MAP pretraining, NUTS with "
-    "the noise precision Gibbs-sampled), save DIR/<target>.model and DIR/<target>.json, and write DIR/summary.csv "
+    "with the recommended configuration (the thesis's inputs plus physics features, a heteroscedastic Student-t "
+    "head, MAP pretraining, ChEES-HMC), save DIR/<target>.model and DIR/<target>.json, and write DIR/summary.csv "
     "and DIR/summary.md with the test-split metrics per process. Processes already finished in DIR are skipped, "
     "so an interrupted run resumes where it stopped. DATA 'builtin' is the built-in data set."
 )
