@@ -70,6 +70,14 @@ FIT_CASES: dict[str, dict[str, Any]] = {
         "num_warmup": 300,
         "num_samples": 250,
     },
+    "hetero_student_t_df3_map_steps16000_chees": {
+        "likelihood": "hetero_student_t",
+        "noise_df": 3.0,
+        "method": "chees",
+        "map_steps": 16000,
+        "num_warmup": 300,
+        "num_samples": 250,
+    },
 }
 """Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
 

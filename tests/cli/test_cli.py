@@ -265,3 +265,18 @@ def test_predict_without_intervals(model: Path, workdir: Path, capsys) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--no-intervals" in err[0]
+
+
+@pytest.mark.slow
+def test_train_with_chees_and_diagnose(workdir: Path, capsys) -> None:
+    out = workdir / "chees.model"
+    argv = ["train", str(workdir / "train.csv"), "--target", "y", "--features", "a,b", *TINY, "--method", "chees"]
+    assert main([*argv, "-q", "--out", str(out)]) == 0
+    from sigmabnn.io.model_file import load_model
+
+    fitted = load_model(out)
+    assert fitted.method == "chees" and fitted.draws.positions.shape[:2] == (2, 40)
+    capsys.readouterr()
+    assert main(["diagnose", str(out), "--json"]) in (0, 1)  # 1: warnings (R-hat of so short a run)
+    summary = json.loads(capsys.readouterr().out)
+    assert "predictions" in summary and summary["predictions"]["max_rhat"] > 0
