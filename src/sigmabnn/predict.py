@@ -408,9 +408,9 @@ def _device_model(fitted: FittedModel) -> _DeviceModel:
 
     Unflattened once per model object and cached (a FittedModel is immutable):
     slicing the flat ``[T, d]`` draws into layers inside every chunk copied
-    all the weights once per chunk (43 MB for 1,000 5-50-50-50-1 networks),
-    and converting the small arrays on every call cost more than a one-point
-    prediction's arithmetic.
+    all the weights once per chunk (43 MB for 1,000 5-50-50-50-1 networks);
+    the small arrays, too, are converted once rather than on every call (a
+    one-point prediction is mostly such fixed costs).
     """
     cached = _DEVICE_MODELS.get(fitted)
     if cached is not None:
@@ -432,7 +432,7 @@ def _device_model(fitted: FittedModel) -> _DeviceModel:
 
 @functools.cache
 def _default_key() -> Array:
-    """``jax.random.key(DEFAULT_SEED)``, made once (creating a key costs tens of microseconds)."""
+    """``jax.random.key(DEFAULT_SEED)``, made once (creating a key is a computation of its own)."""
     return jax.random.key(DEFAULT_SEED)
 
 
