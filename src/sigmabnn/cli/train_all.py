@@ -46,11 +46,18 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """Options overriding the recommended configuration (:class:`sigmabnn.workflows.nlo.NLOConfig`)."""
     g = p.add_argument_group("configuration (default: the recommended one)")
     g.add_argument("--hidden", type=hidden_widths, metavar="W1-W2", help="hidden-layer widths (default 20-20)")
-    g.add_argument("--map-steps", type=common.positive_int, metavar="N", help="Adam pretraining steps")
-    g.add_argument("--chains", type=common.positive_int, metavar="N", help="NUTS chains")
+    g.add_argument(
+        "--map-steps", type=common.positive_int, metavar="N", help="Adam pretraining steps per stage (default 12000)"
+    )
+    g.add_argument("--chains", type=common.positive_int, metavar="N", help="chains (default 4)")
     g.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up iterations per chain")
     g.add_argument("--draws", type=common.positive_int, metavar="N", help="kept draws per chain")
-    g.add_argument("--max-tree-depth", type=common.positive_int, metavar="N", help="NUTS maximal tree depth")
+    g.add_argument(
+        "--max-tree-depth",
+        type=common.positive_int,
+        metavar="N",
+        help="at most 2**N - 1 leapfrog steps per iteration (default 5)",
+    )
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
