@@ -63,28 +63,6 @@ TARGETS = {
 COVERAGE_TOLERANCE = 0.02
 
 
-def describe(c: nlo.NLOConfig) -> str:
-    """One line of what a configuration is, from its fields."""
-    if c.likelihood == "student_t":
-        noise = f"Student-t noise (df {c.noise_df:g}, latent per-point weights and scale Gibbs-sampled)"
-    elif c.likelihood == "hetero_student_t":
-        noise = f"heteroscedastic Student-t noise (df {c.noise_df:g}, a scale output per point)"
-    else:
-        noise = "Gaussian noise (precision Gibbs-sampled)"
-    start = "" if c.noise_precision is None else f" at noise precision {c.noise_precision:g}"
-    sampler = (
-        f"ChEES-HMC (at most {2**c.max_tree_depth - 1} leapfrog steps)"
-        if c.method == "chees"
-        else f"{c.method.upper()} depth {c.max_tree_depth}"
-    )
-    return (
-        f"thesis inputs + {len(c.derive)} physics features, {c.architecture} {c.activation}, "
-        f"Adam {c.map_steps:,} steps at {c.map_learning_rate:g}{start}, {sampler} "
-        f"with mass-matrix adaptation, {c.num_chains} chains x ({c.num_warmup} warm-up + {c.num_samples} draws), "
-        f"{noise}"
-    )
-
-
 def configs(args: argparse.Namespace) -> dict[str, tuple[nlo.NLOConfig, str]]:
     """Name -> (config, description)."""
     thesis = {
@@ -124,8 +102,8 @@ def configs(args: argparse.Namespace) -> dict[str, tuple[nlo.NLOConfig, str]]:
             f"thesis inputs, 5-50-50-50-1 tanh, Adam {nuts.map_steps} steps, NUTS depth {nuts.max_tree_depth}, "
             f"2 chains x ({nuts.num_warmup} warm-up + {nuts.num_samples} draws) (thesis: 1,000 networks)",
         ),
-        "recommended": (nlo.recommended_config(PROCESS), "recommended: " + describe(nlo.recommended_config(PROCESS))),
-        "demo": (nlo.demo_config(PROCESS), "`sigmabnn demo nlo`: " + describe(nlo.demo_config(PROCESS))),
+        "recommended": (nlo.recommended_config(PROCESS), "recommended: " + nlo.recommended_config(PROCESS).describe()),
+        "demo": (nlo.demo_config(PROCESS), "`sigmabnn demo nlo`: " + nlo.demo_config(PROCESS).describe()),
     }
 
 

@@ -155,3 +155,12 @@ def test_train_process_tiny_run_scores_the_test_split():
         assert 0.0 <= m[f"cov_{k}sigma_pct"] <= 100.0
     assert m["cov_1sigma_pct"] <= m["cov_2sigma_pct"] <= m["cov_3sigma_pct"]
     assert m["fit_seconds"] > 0
+
+
+def test_config_describes_itself_from_its_fields():
+    text = nlo.recommended_config("1000022,1000022").describe()
+    cfg = nlo.recommended_config("1000022,1000022")
+    assert cfg.architecture in text and f"{cfg.num_chains} chains" in text and f"{cfg.map_steps:,} Adam" in text
+    assert "ChEES-HMC" in text and "heteroscedastic Student-t noise (df 3" in text
+    other = nlo.recommended_config("1000022,1000022", method="nuts", likelihood="gaussian").describe()
+    assert f"NUTS depth {cfg.max_tree_depth}" in other and "Gaussian noise" in other

@@ -72,13 +72,7 @@ def run_nlo(args: argparse.Namespace) -> int:
 
     overrides = {"num_chains": args.chains, "num_warmup": args.warmup, "num_samples": args.draws}
     config = demo_config(**{k: v for k, v in overrides.items() if v is not None})
-    print(
-        f"NLO surrogate of p p -> chi1^0 chi1^0 on the built-in Prospino data: BNN {config.architecture} "
-        f"{config.activation} on log10 sigma ({len(config.features)} thesis inputs + {len(config.derive)} physics "
-        f"features), MAP {config.map_steps} Adam steps, then NUTS {config.num_chains} chains x "
-        f"({config.num_warmup} warm-up + {config.num_samples} draws), noise precision Gibbs-sampled",
-        flush=True,
-    )
+    print(f"NLO surrogate of p p -> chi1^0 chi1^0 on the built-in Prospino data: {config.describe()}", flush=True)
     result = run_demo(args.seed, out, config, progress=not args.quiet)
     timings = result.result.report.get("timings", {})
     print(

@@ -267,6 +267,28 @@ class NLOConfig(NamedTuple):
         widths = (len(self.features) + len(self.derive), *self.hidden, 1)
         return "-".join(str(w) for w in widths)
 
+    def describe(self) -> str:
+        """One line saying what this setup trains, from its fields."""
+        if self.likelihood == "student_t":
+            noise = f"Student-t noise (df {self.noise_df:g}, latent per-point weights and scale Gibbs-sampled)"
+        elif self.likelihood == "hetero_student_t":
+            noise = f"heteroscedastic Student-t noise (df {self.noise_df:g}, a scale output per point)"
+        else:
+            noise = "Gaussian noise (precision Gibbs-sampled)"
+        start = "" if self.noise_precision is None else f" at noise precision {self.noise_precision:g}"
+        if self.method == "chees":
+            sampler = f"ChEES-HMC (at most {2**self.max_tree_depth - 1} leapfrog steps)"
+        elif self.method == "nuts":
+            sampler = f"NUTS depth {self.max_tree_depth}"
+        else:
+            sampler = self.method.upper()
+        return (
+            f"{len(self.features)} inputs + {len(self.derive)} physics features, {self.architecture} "
+            f"{self.activation} on log10 sigma, {noise}; MAP {self.map_steps:,} Adam steps at "
+            f"{self.map_learning_rate:g}{start}, then {sampler}, {self.num_chains} chains x "
+            f"({self.num_warmup} warm-up + {self.num_samples} draws)"
+        )
+
 
 def recommended_config(process: Process | str = "1000022,1000022", **overrides: Any) -> NLOConfig:
     """The recommended :class:`NLOConfig` for ``process``; keyword ``overrides`` replace fields.
