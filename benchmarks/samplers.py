@@ -602,7 +602,15 @@ def merge(paths: list[Path], out_path: Path) -> int:
     kept = [
         sorted({r["target"] for r in records if newest[(r["target"], r["sampler"])] == i}) for i in range(len(parts))
     ]
-    earlier = [n for part in parts for n in part["notes"] if not n.startswith("Merged from")]  # restated below
+    # a note is keyed by its text up to the first colon: a later file's note replaces an earlier one's with the
+    # same key (an updated setting note), and the earlier merges' "Merged from" notes are restated below
+    notes: dict[str, str] = {}
+    for part in parts:
+        for n in part["notes"]:
+            if not n.startswith("Merged from"):
+                notes.pop(n.split(":")[0], None)
+                notes[n.split(":")[0]] = n
+    earlier = list(notes.values())
     out = {
         **parts[-1],  # date and machine of the newest run head the table
         "mode": "; ".join(dict.fromkeys(part["mode"] for part in parts)),
