@@ -38,8 +38,16 @@ Default: a reduced setting that fits a shared 2-core machine (see
 ``SETTINGS`` and ``--help``); every reduction is written to the JSON and the
 Markdown. ``--full`` is the issue's full setting. Runs are interleaved
 (repetition, target, sampler) and the median over repetitions is reported.
+On the cheap targets (gauss-100 and the posteriordb posteriors but diamonds)
+warm-up and sampling together take a second or two beside several seconds
+of compilation, so the reduced setting draws 2000 per chain there and runs
+them ``--cheap-reps`` (3) times.
 
     python benchmarks/samplers.py [--full] [--targets bnn-5-20-20-1,gauss-100] [--reps 1]
+
+Targets run in separate processes are combined with ``--merge A.json B.json``;
+where files hold the same (target, sampler), the later file's records replace
+the earlier ones (so a rerun of some targets updates an existing result).
 
 Writes ``benchmarks/results/samplers.json`` and ``samplers.md`` (the table is
 generated from the JSON).
@@ -94,14 +102,18 @@ SETTINGS = {
     "reduced": {
         "bnn-5-20-20-1": {"rows": 1000, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
         "bnn-5-50-50-50-1": {"rows": 300, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
-        "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
-        "posteriordb": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
+        # cheap targets: sampling takes a fraction of a second, so more draws (and --cheap-reps repetitions)
+        # keep the rates from being timing noise; diamonds (a slow posterior) keeps 500
+        "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 2000, "max_tree_depth": 10},
+        "posteriordb": {"rows": None, "num_warmup": 500, "num_samples": 2000, "max_tree_depth": 10},
+        "diamonds-diamonds": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
     },
     "full": {
         "bnn-5-20-20-1": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
         "bnn-5-50-50-50-1": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
         "gauss-100": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
         "posteriordb": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
+        "diamonds-diamonds": {"rows": None, "num_warmup": 1000, "num_samples": 1000, "max_tree_depth": 10},
     },
 }
 
@@ -578,12 +590,29 @@ def lever_lines(summary: list[dict]) -> list[str]:
 
 
 def merge(paths: list[Path], out_path: Path) -> int:
-    """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed."""
+    """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed.
+
+    Where several files hold records of the same (target, sampler), only the last file's are kept: a rerun of
+    some targets, merged after the earlier result, replaces them.
+    """
     parts = [json.loads(p.read_text()) for p in paths]
-    records = [r for part in parts for r in part["records"]]
+    newest = {(r["target"], r["sampler"]): i for i, part in enumerate(parts) for r in part["records"]}
+    records = [r for i, part in enumerate(parts) for r in part["records"] if newest[(r["target"], r["sampler"])] == i]
     summary = _median_records(records)
+    kept = [
+        sorted({r["target"] for r in records if newest[(r["target"], r["sampler"])] == i}) for i in range(len(parts))
+    ]
+    # a note is keyed by its text up to the first colon: a later file's note replaces an earlier one's with the
+    # same key (an updated setting note), and the earlier merges' "Merged from" notes are restated below
+    notes: dict[str, str] = {}
+    for part in parts:
+        for n in part["notes"]:
+            if not n.startswith("Merged from"):
+                notes.pop(n.split(":")[0], None)
+                notes[n.split(":")[0]] = n
+    earlier = list(notes.values())
     out = {
-        **parts[0],
+        **parts[-1],  # date and machine of the newest run head the table
         "mode": "; ".join(dict.fromkeys(part["mode"] for part in parts)),
         "complete": all(part.get("complete", True) for part in parts),
         "records": records,
@@ -593,18 +622,18 @@ def merge(paths: list[Path], out_path: Path) -> int:
         "settings": {k: v for part in parts for k, v in part["settings"].items()},
         "notes": list(
             dict.fromkeys(
-                [n for part in parts for n in part["notes"]]
+                earlier
                 + [
-                    f"Merged from {len(parts)} runs of this script (one process each, run side by side on the same "
-                    "machine): "
+                    f"Merged from {len(parts)} result files of this script (one process each, run on the same "
+                    "machine; a later file's records replace an earlier one's for the same target and sampler): "
                     + ", ".join(
-                        f"{p.name} ({part['date']}, targets {', '.join(part['settings'])})"
-                        for p, part in zip(paths, parts)
+                        f"{p.name} ({part['date']}, records kept for {', '.join(targets) or 'no target'})"
+                        for p, part, targets in zip(paths, parts, kept)
                     )
                 ]
             )
         ),
-        "machine": {**parts[0]["machine"], "runs": [part["machine"] for part in parts]},
+        "machine": {**parts[-1]["machine"], "runs": [part["machine"] for part in parts]},
     }
     _results.write(out_path, out, markdown(out))
     return 0
@@ -625,7 +654,12 @@ def main(argv: list[str] | None = None) -> int:
         help="sigmabnn variants run beside the default, as sampler:target-prefix pairs",
     )
     parser.add_argument("--reps", type=int, default=1, help="repetitions of the BNN targets (interleaved)")
-    parser.add_argument("--cheap-reps", type=int, default=1, help="repetitions of the other targets")
+    parser.add_argument(
+        "--cheap-reps",
+        type=int,
+        default=3,
+        help="repetitions of the other targets (interleaved; their sampling takes about a second, so one run is noise)",
+    )
     parser.add_argument("--shared", type=Path, default=Path(os.environ.get("SIGMABNN_SHARED", REPO.parent / "shared")))
     parser.add_argument("--out", type=Path, default=RESULTS / "samplers.json")
     parser.add_argument("--seed", type=int, default=0)
@@ -680,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (data_dir / "posteriordb").is_dir():
             print(f"skipping {name}: {data_dir / 'posteriordb'} not found", file=sys.stderr)
             return None
-        return posteriordb_problem(name, table["posteriordb"], data_dir, k)
+        return posteriordb_problem(name, table.get(name, table["posteriordb"]), data_dir, k)
 
     built: dict[str, Problem | None] = {}
     problems: list[Problem] = []  # those built so far, in order
@@ -706,8 +740,8 @@ def main(argv: list[str] | None = None) -> int:
                 "overhead (tree building, vectorization over chains) and compilation.",
                 "Reduced setting (the default): BNN posteriors on an evenly spaced subset of the training rows "
                 "with a capped tree depth, few warm-up iterations and draws, one repetition; ESS from 4 x 100 draws "
-                "has a relative error of tens of percent, so ratios near 1 are ties. Run with --full for the "
-                "issue's setting.",
+                "has a relative error of tens of percent, so ratios near 1 are ties. The cheap targets draw 2000 per "
+                "chain and run --cheap-reps times (medians). Run with --full for the issue's setting.",
                 "Under a capped tree depth, trajectories that would be longer are cut identically for every "
                 "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
                 "matrix in few iterations.",

@@ -43,7 +43,14 @@ flag. The other two checks are split into the dot products fixed at record
 time (stored as scalars) and four projections of the current velocity and
 momentum sum onto every row, so a leaf costs two ``[2 * depth, d]``
 matrix-vector products and one masked row write (no scatter or gather of
-``[d]`` rows, which are slow inside a vmapped ``while_loop``).
+``[d]`` rows, which are slow inside a vmapped ``while_loop``). The
+projections are taken on the rows before the write (the rows below the
+written one are the ones read; the written row's projections are the leaf's
+own dot products), and the write is made to depend on them, so XLA updates
+the rows in place: otherwise it copies the ``[2, depth, d]`` arrays at every
+leaf, which on a cheap target cost as much as the rest of the leaf. The rows
+live in one subtree only (each subtree writes a row before reading it), so
+they are not carried from one doubling to the next.
 
 Random numbers: ``key_momentum, key_tree = split(rng_key)``; doubling ``j``
 uses ``split(fold_in(key_tree, j), 3)`` for (direction, within-subtree
@@ -150,7 +157,6 @@ class _Trajectory(NamedTuple):
     momentum_sum: Array
     proposal: _Proposal
     log_sum_weight: Array
-    checkpoints: _Checkpoints
     depth: Array
     num_expansions: Array
     num_steps: Array
@@ -214,6 +220,10 @@ def build_kernel(
         energy0 = (0.5 * jnp.dot(momentum, velocity) - state.logdensity).astype(dtype)
         z0 = IntegratorState(position, momentum, state.logdensity, state.logdensity_grad)
 
+        def empty_checkpoints() -> _Checkpoints:
+            vector_rows = jnp.zeros((2, num_rows) + momentum.shape, dtype)
+            return _Checkpoints(vector_rows, vector_rows, jnp.zeros((3, num_rows), dtype))
+
         def leaf_step(sub: _Subtree, signed_eps: Array, key_subtree: Array) -> _Subtree:
             """One leapfrog step, progressive sampling and the U-turn checks it completes."""
             n = sub.leaf
@@ -237,36 +247,45 @@ def build_kernel(
                 sub.proposal,
             )
 
-            # record leaf n in row popcount(n) (one-hot masks: in place, and cheap under vmap)
+            # record leaf n in row popcount(n); the U-turn checks read rows below it (unchanged by the
+            # write) and, for the second half starting at n, the values written now
             momentum_sum_before = sub.momentum_sum
             momentum_sum = momentum_sum_before + new.momentum
             row = _popcount(n)
             ck = sub.checkpoints
             d_vec = momentum_sum_before - previous_momentum
             at_row = rows == row
-            velocities = jnp.where(at_row[None, :, None], jnp.stack([v, previous_velocity])[:, None, :], ck.velocities)
-            sums = jnp.where(at_row[None, :, None], jnp.stack([momentum_sum_before, d_vec])[:, None, :], ck.sums)
-            # the node whose second half starts at leaf n: its first half starts at n - lowbit(n), recorded in
-            # row - 1 (read after the write, which touched row only; unused for n = 0, where below = row)
-            below = rows == jnp.maximum(row - 1, 0)
-            v_a = jnp.sum(jnp.where(below[:, None], velocities[0], 0.0), axis=0)
-            s_a = jnp.sum(jnp.where(below[:, None], sums[0], 0.0), axis=0)
-            first_turning = turning_from_velocities(v_a, v, momentum_sum_before - s_a + new.momentum)
-            scalars = jnp.stack(
-                [
-                    jnp.dot(v, momentum_sum_before),
-                    jnp.dot(previous_velocity, d_vec),
-                    first_turning.astype(dtype),
-                ]
+            # projections of the current momentum sum and velocity on the rows before the write
+            projections_ms = jnp.einsum("krd,d->kr", ck.velocities, momentum_sum)
+            projections_v = jnp.einsum("krd,d->kr", ck.sums, v)
+            v_ms = jnp.dot(v, momentum_sum)
+            v_s = jnp.dot(v, momentum_sum_before)
+            row_ms = jnp.stack([v_ms, jnp.dot(previous_velocity, momentum_sum)])
+            row_v = jnp.stack([v_s, jnp.dot(d_vec, v)])
+            # first half of the node whose second half starts at n (first leaf a = n - lowbit(n), in row - 1),
+            # extended by leaf n: v_a . (ms - s_a) = v_a . ms - v_a . s_a and v . (ms - s_a) (unused for n = 0)
+            below = jnp.maximum(row - 1, 0)
+            first_turning = ~(
+                (projections_ms[0, below] - ck.scalars[0, below] > 0) & (v_ms - projections_v[0, below] > 0)
+            )
+            scalars = jnp.stack([v_s, jnp.dot(previous_velocity, d_vec), first_turning.astype(dtype)])
+            # an exact zero computed from the projections: the rows are written after they are read, so XLA
+            # updates them in place instead of copying them at every leaf (the where keeps it finite, so 0 * it is 0)
+            read = projections_ms[0, 0] + projections_v[0, 0]
+            after = 0.0 * jnp.where(jnp.isfinite(read), read, 0.0)
+            velocities = jnp.where(
+                at_row[None, :, None], (jnp.stack([v, previous_velocity]) + after)[:, None, :], ck.velocities
+            )
+            sums = jnp.where(
+                at_row[None, :, None], (jnp.stack([momentum_sum_before, d_vec]) + after)[:, None, :], ck.sums
             )
             ck = _Checkpoints(velocities, sums, jnp.where(at_row[None, :], scalars[:, None], ck.scalars))
+            projections_ms = jnp.where(at_row[None, :], row_ms[:, None], projections_ms)
+            projections_v = jnp.where(at_row[None, :], row_v[:, None], projections_v)
             first_momentum = jnp.where(n == 0, new.momentum, sub.first_momentum)
 
             # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n)): node [a, n]
             # with first leaf a in row_a = row - k and the first leaf c of its second half in row_a + 1
-            projections_ms = jnp.einsum("krd,d->kr", ck.velocities, momentum_sum)
-            projections_v = jnp.einsum("krd,d->kr", ck.sums, v)
-            v_ms = jnp.dot(v, momentum_sum)
             active = levels <= _trailing_ones(n)
             row_a = jnp.maximum(row - levels, 0)
             row_c = row_a + 1
@@ -309,7 +328,7 @@ def build_kernel(
                 momentum_sum=jnp.zeros_like(momentum),
                 proposal=traj.proposal,
                 log_sum_weight=jnp.asarray(-jnp.inf, dtype),
-                checkpoints=traj.checkpoints,
+                checkpoints=empty_checkpoints(),
                 first_momentum=jnp.zeros_like(momentum),
                 num_steps=traj.num_steps,
                 sum_accept_prob=traj.sum_accept_prob,
@@ -350,7 +369,6 @@ def build_kernel(
                 momentum_sum=momentum_sum,
                 proposal=proposal,
                 log_sum_weight=log_sum_weight,
-                checkpoints=sub.checkpoints,
                 depth=traj.depth + valid.astype(jnp.int32),
                 num_expansions=traj.num_expansions + 1,
                 num_steps=sub.num_steps,
@@ -359,8 +377,6 @@ def build_kernel(
                 is_turning=sub.is_turning | (valid & turning),
             )
 
-        vector_rows = jnp.zeros((2, num_rows) + momentum.shape, dtype)
-        checkpoints = _Checkpoints(vector_rows, vector_rows, jnp.zeros((3, num_rows), dtype))
         traj = _Trajectory(
             left=z0,
             left_velocity=velocity,
@@ -369,7 +385,6 @@ def build_kernel(
             momentum_sum=momentum,
             proposal=_Proposal(position, state.logdensity, state.logdensity_grad, energy0),
             log_sum_weight=jnp.zeros((), dtype),
-            checkpoints=checkpoints,
             depth=jnp.int32(0),
             num_expansions=jnp.int32(0),
             num_steps=jnp.int32(0),
