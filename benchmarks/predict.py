@@ -124,14 +124,15 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     of 5 calls, in milliseconds per chunk. ``second_layer_matmul_ms``: the
     second layer's ``[c, 20] x [20, 20]`` products of all networks alone, with
     the number of cores it kept busy (CPU time over wall time). ``tanh_per_s``: XLA's tanh alone on
-    4 million values of each dtype (it uses both cores), the ceiling it puts on
-    the forward pass.
+    4 million values of each dtype, and the cores it kept busy (``tanh_cores``):
+    the ceiling it puts on the forward pass.
     """
     tanh = jax.jit(jax.numpy.tanh)
-    ceiling = {}
+    ceiling, ceiling_cores = {}, {}
     for dtype in ("float64", "float32"):
         values = jax.numpy.asarray(rng.normal(size=4_000_000), dtype)
-        ceiling[dtype] = values.size / (_median_ms(lambda v=values: jax.block_until_ready(tanh(v))) / 1e3)
+        ms, ceiling_cores[dtype] = _median_ms_and_cores(lambda v=values: jax.block_until_ready(tanh(v)))
+        ceiling[dtype] = values.size / (ms / 1e3)
     n_big = 10**5
     t_nets = fitted.num_networks
     s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
@@ -164,6 +165,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
         ),
         "xla_sort_ms": _median_ms(lambda: jax.block_until_ready(xla_sort(on_device))),
         "tanh_per_s": ceiling,
+        "tanh_cores": ceiling_cores,
     }
 
 
@@ -282,9 +284,11 @@ def markdown(out: dict) -> str:
         )
         ceiling = b.get("tanh_per_s")
         if ceiling:
+            cores = b.get("tanh_cores")
+            on = "" if cores is None else f" (on {cores['float64']:.1f} / {cores['float32']:.1f} cores)"
             lines.append(
-                f"XLA's tanh alone, on both cores, ran at {ceiling['float64'] / 1e6:,.0f} million per second in "
-                f"float64 and {ceiling['float32'] / 1e6:,.0f} million in float32: the tanh of 1,000 5-20-20-1 "
+                f"XLA's tanh alone ran at {ceiling['float64'] / 1e6:,.0f} million per second in float64 and "
+                f"{ceiling['float32'] / 1e6:,.0f} million in float32{on}: the tanh of 1,000 5-20-20-1 "
                 f"networks alone caps prediction at {ceiling['float64'] / 40000:,.0f} points/s in float64 and "
                 f"{ceiling['float32'] / 40000:,.0f} in float32 on this machine, before the 20x20 matrix products "
                 "of the second layer (800,000 floating-point operations per point) and any noise sampling."

@@ -39,10 +39,12 @@ step is one gradient evaluation of every chain. During warm-up:
 
 Starting points: the chains should start near the typical set (MAP starts,
 or the end of a short NUTS run). From Stan's uniform starts in ``[-2, 2]``
-on the posteriordb ``sblrc-blr`` target, warm-up ended at one leapfrog step
-per iteration with the chains not yet in the posterior
-(``benchmarks/results/samplers.md``; why ``T`` shrinks while the chains
-travel is not established).
+on the posteriordb ``sblrc-blr`` target, one run's warm-up ended at one
+leapfrog step per iteration with the chains not yet in the posterior (the
+one-repetition sampler benchmark of commit f35ac93), while three later
+repetitions from the same kind of starts adapted long trajectories
+(``benchmarks/results/samplers.md``): the collapse depends on the run, and
+why ``T`` shrinks while the chains travel is not established.
 
 The criterion is evaluated in the metric's coordinates ``z = q / sqrt(M^-1)``
 (where the mass matrix is the identity), so every coordinate counts relative
