@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from sigmabnn import interrupts
 from sigmabnn.cli import common
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
@@ -167,14 +168,25 @@ class _Terminated(KeyboardInterrupt):
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
+    interrupts.request(_Terminated)
     raise _Terminated()
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    interrupts.request(KeyboardInterrupt)
+    raise KeyboardInterrupt()
 
 
 @contextlib.contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """While training, SIGTERM interrupts like Ctrl-C does (so the run is saved, not lost)."""
+    """While training, SIGTERM interrupts like Ctrl-C does (so the run is saved, not lost).
+
+    Both signals also leave a pending request (:mod:`sigmabnn.interrupts`) that the sampler
+    raises at its next chunk if the exception itself was swallowed where it landed.
+    """
     try:
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        previous_int = signal.signal(signal.SIGINT, _raise_interrupted)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
@@ -182,6 +194,8 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
+        interrupts.clear()
 
 
 def resume_kwargs(args: argparse.Namespace) -> dict[str, Any]:

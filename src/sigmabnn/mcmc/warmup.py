@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
+from sigmabnn import interrupts
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import mh
 from sigmabnn.mcmc.progress import ProgressBar
@@ -421,7 +422,9 @@ def run_chunks(
     iterations where ``keep`` is true (all when ``keep`` is None). With ``on_chunk``, nothing is
     accumulated (the list is empty): after every chunk ``on_chunk(stop, chains, piece, first)`` is
     called with the number of iterations done, the chains, the kept piece (``None`` when the chunk
-    kept nothing) and the index of its first iteration among the kept ones.
+    kept nothing) and the index of its first iteration among the kept ones. After each chunk (and
+    its ``on_chunk`` commit) an interrupt requested by a signal handler whose exception was lost
+    is raised (:func:`sigmabnn.interrupts.raise_if_pending`).
     """
     total = int(stage.shape[0])
     keep = np.ones(total, bool) if keep is None else np.asarray(keep, bool)
@@ -445,6 +448,7 @@ def run_chunks(
             pieces.append(piece)
         if bar is not None:
             bar.update(n)
+        interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
     return chains, pieces
 
 
