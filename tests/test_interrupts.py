@@ -53,3 +53,34 @@ def test_runner_raises_a_pending_interrupt_after_the_chunk_that_saw_it():
     finally:
         interrupts.clear()
     assert chunks == [0, 10]  # the start, then stopped right after the chunk during which the interrupt came
+
+
+def _linear_problem():
+    import numpy as np
+
+    from sigmabnn.model import BNN, Data, Gaussian, parse_architecture
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 2))
+    bnn = BNN(parse_architecture("2-1"), likelihood=Gaussian(4.0, False))
+    return bnn, Data(jnp.asarray(x), jnp.asarray(x @ np.array([[1.0], [-0.5]])))
+
+
+def test_map_pretraining_and_vi_raise_a_pending_interrupt_after_their_first_chunk():
+    from sigmabnn.map import MAPConfig, pretrain_map
+    from sigmabnn.vi.fit import VIConfig, fit_vi
+
+    bnn, data = _linear_problem()
+    key = jax.random.key(1)
+    try:
+        interrupts.request(_Stop)
+        with pytest.raises(_Stop):
+            pretrain_map(key, bnn, data, bnn.default_hyperparameters(), MAPConfig(num_steps=400, eval_every=50))
+        assert interrupts.pending() is None
+        # without a pending request the same fit runs to the end
+        pretrain_map(key, bnn, data, bnn.default_hyperparameters(), MAPConfig(num_steps=400, eval_every=50))
+        interrupts.request(_Stop)
+        with pytest.raises(_Stop):
+            fit_vi(key, bnn, data, VIConfig(num_steps=400, chunk_size=50, map=None), progress=False)
+    finally:
+        interrupts.clear()

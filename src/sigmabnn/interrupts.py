@@ -5,8 +5,9 @@ command line's handler for SIGTERM) interrupts whatever Python code runs at that
 that code is a callback whose exceptions Python swallows (a garbage-collection callback, a
 ``__del__``), the exception is printed as "ignored" and lost, and a training run would go on
 to the end as if the signal had never come. The command line's handlers therefore also
-:func:`request` the interrupt; the MCMC runner calls :func:`raise_if_pending` after every chunk
-(the chunk's draws and state are committed first), so a lost exception is raised there.
+:func:`request` the interrupt; the MCMC runner (after each chunk's commit), MAP pretraining
+(and so the deep ensemble) and variational fits call :func:`raise_if_pending` after every
+chunk, so a lost exception is raised there.
 
 Without a handler that calls :func:`request` (library use), nothing is ever pending and
 :func:`raise_if_pending` does nothing.

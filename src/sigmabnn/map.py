@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from sigmabnn import interrupts
 from sigmabnn.model.mlp import flatten, init_params, num_params
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 
@@ -398,6 +399,7 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             monitors.append(np.where(stop_step >= 0, np.nan, np.asarray(mon)))
             stopped = np.asarray(track.stopped)
             stop_step[(stop_step < 0) & stopped] = steps_run
+            interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
             if stopped.all():
                 break
         stop_step[stop_step < 0] = steps_run

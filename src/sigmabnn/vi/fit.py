@@ -59,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from sigmabnn import interrupts
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.errors import InputError
 from sigmabnn.map import MAPConfig, MAPError, epoch_permutation, next_minibatch, pretrain_map, take_rows
@@ -379,6 +380,7 @@ def run_vi(
                     f"(now {config.learning_rate}) or check the data scaling"
                 )
             bar.set_description(f"vi-{config.method} loss {float(loss[-1]):.4g}")
+            interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
     info = jax.tree_util.tree_map(lambda *a: jnp.concatenate(a), *infos)
     return state, info
 
