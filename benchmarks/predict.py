@@ -94,16 +94,6 @@ def time_calls(fitted, x: np.ndarray, reps: int, budget_s: float, **kwargs) -> l
     return times
 
 
-def _median_ms(fn, reps: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def _median_ms_and_cores(fn, reps: int = 9) -> tuple[float, float]:
     """Median wall ms of ``fn()`` and the median ratio of process CPU time to wall time (cores used)."""
     fn()
@@ -115,6 +105,11 @@ def _median_ms_and_cores(fn, reps: int = 9) -> tuple[float, float]:
         walls.append(wall)
         ratios.append((time.process_time() - c0) / wall)
     return 1e3 * statistics.median(walls), statistics.median(ratios)
+
+
+def _median_ms(fn, reps: int = 5) -> float:
+    """Median wall ms of ``fn()`` over ``reps`` calls after an untimed one."""
+    return _median_ms_and_cores(fn, reps)[0]
 
 
 def breakdown(fitted, rng: np.random.Generator) -> dict:

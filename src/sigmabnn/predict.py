@@ -195,17 +195,17 @@ def _check_regression(bnn: BNN) -> None:
 
 
 def _noise_std_model(fitted: FittedModel, noise_std: Any, n: int) -> np.ndarray | None:
-    """Known-noise std in model units ``[n, t]`` (given in log-space target units), or None."""
+    """Known-noise std in model units ``[n, t]``, model dtype (given in log-space target units), or None."""
     if fitted.bnn.likelihood.name != "known_noise":
         return None
     t = fitted.target_dim
     if noise_std is None:
-        return np.zeros((n, t))  # predict the noise-free function
+        return np.zeros((n, t), fitted.bnn.dtype)  # predict the noise-free function
     s = np.asarray(noise_std, dtype=np.float64)
     s = s[:, None] if s.ndim == 1 else s
     if s.shape not in ((n, t), (n, 1)) or not np.all(np.isfinite(s)) or np.any(s < 0):
         raise InputError(f"noise_std must be [n] or [n, {t}] finite non-negative values")
-    return np.broadcast_to(s, (n, t)) / fitted.y_transform.scale
+    return (np.broadcast_to(s, (n, t)) / fitted.y_transform.scale).astype(fitted.bnn.dtype)
 
 
 # --------------------------------------------------------------------------- chunking
@@ -542,8 +542,6 @@ def _predict_matrix(
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
-    if nstd is not None:
-        nstd = nstd.astype(fitted.bnn.dtype)
     y_log = None if y_log is None else np.asarray(y_log, np.float64)
     spaces = ("log", "orig") if log10 else ("log",)
     parts: dict[str, dict[str, list]] = {sp: {} for sp in spaces}
@@ -627,8 +625,6 @@ def log_predictive_density(
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
-    if nstd is not None:
-        nstd = nstd.astype(fitted.bnn.dtype)
     parts = []
     for start, stop in _chunks(n, c):
         zc = _pad(z[start:stop], c)

@@ -178,11 +178,11 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
+def _signals_interrupt() -> Iterator[None]:
     """While training, SIGTERM interrupts like Ctrl-C does (so the run is saved, not lost).
 
-    Both signals also leave a pending request (:mod:`sigmabnn.interrupts`) that the sampler
-    raises at its next chunk if the exception itself was swallowed where it landed.
+    Both signals also leave a pending request (:mod:`sigmabnn.interrupts`) that the training
+    loops raise at their next chunk if the exception itself was swallowed where it landed.
     """
     try:
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         use_process(args, data)
     start = time.perf_counter()
     try:
-        with _sigterm_interrupts():
+        with _signals_interrupt():
             if args.resume is not None:
                 fitted, report = api.resume(out, data, progress=not args.quiet, **resume_kwargs(args))
             else:
