@@ -424,12 +424,32 @@ def run_chunks(
     called with the number of iterations done, the chains, the kept piece (``None`` when the chunk
     kept nothing) and the index of its first iteration among the kept ones. After each chunk (and
     its ``on_chunk`` commit) an interrupt requested by a signal handler whose exception was lost
-    is raised (:func:`sigmabnn.interrupts.raise_if_pending`).
+    is raised (:func:`sigmabnn.interrupts.raise_if_pending`). The next chunk is already running
+    while a chunk's records are fetched and handed over (one chunk ahead; an interrupt discards it).
     """
     total = int(stage.shape[0])
     keep = np.ones(total, bool) if keep is None else np.asarray(keep, bool)
     kept_before = np.concatenate([[0], np.cumsum(keep)])
     pieces = []
+
+    def finish(begin: int, n: int, chunk_chains: ChainState, out: Any) -> None:
+        """Host side of a chunk: fetch its kept records, hand them over, update the bar."""
+        sel = np.flatnonzero(keep[begin : begin + n])
+        piece = jax.tree_util.tree_map(lambda a: np.asarray(a)[sel], out) if sel.size else None
+        if piece is None:
+            jax.block_until_ready(chunk_chains)
+        if on_chunk is not None:
+            on_chunk(begin + n, chunk_chains, piece, int(kept_before[begin]))
+        elif piece is not None:
+            pieces.append(piece)
+        if bar is not None:
+            bar.update(n)
+        interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
+
+    # Software pipeline: chunk k + 1 is dispatched (JAX runs it asynchronously) before the host
+    # fetches and commits chunk k, so the devices never wait for the host's per-chunk work. The
+    # chunk function does not donate its inputs, so chunk k's chains stay valid for its commit.
+    pending = None
     for begin in range(int(start), total, chunk_size):
         n = min(chunk_size, total - begin)
         pad = chunk_size - n
@@ -438,17 +458,11 @@ def run_chunks(
         end = np.concatenate([is_window_end[begin : begin + n], np.zeros(pad, bool)])
         active = np.concatenate([np.ones(n, bool), np.zeros(pad, bool)])
         chains, out = chunk_fn(run_key, chains, iteration, st, end, active)
-        sel = np.flatnonzero(keep[begin : begin + n])
-        piece = jax.tree_util.tree_map(lambda a, sel=sel: np.asarray(a)[sel], out) if sel.size else None
-        if piece is None:
-            jax.block_until_ready(chains)
-        if on_chunk is not None:
-            on_chunk(begin + n, chains, piece, int(kept_before[begin]))
-        elif piece is not None:
-            pieces.append(piece)
-        if bar is not None:
-            bar.update(n)
-        interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
+        if pending is not None:
+            finish(*pending)
+        pending = (begin, n, chains, out)
+    if pending is not None:
+        finish(*pending)
     return chains, pieces
 
 
