@@ -100,8 +100,9 @@ SAMPLERS = ("sigmabnn", "numpyro", "blackjax")
 #: Per-target settings: reduced default, and the issue's full setting.
 SETTINGS = {
     "reduced": {
-        "bnn-5-20-20-1": {"rows": 1000, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
-        "bnn-5-50-50-50-1": {"rows": 300, "num_warmup": 100, "num_samples": 100, "max_tree_depth": 5},
+        # BNN targets: 800 draws per chain; NUTS's within-chain ESS (see goals) still stays below 100 at depth 5
+        "bnn-5-20-20-1": {"rows": 1000, "num_warmup": 200, "num_samples": 800, "max_tree_depth": 5},
+        "bnn-5-50-50-50-1": {"rows": 300, "num_warmup": 200, "num_samples": 800, "max_tree_depth": 5},
         # cheap targets: sampling takes a fraction of a second, so more draws (and --cheap-reps repetitions)
         # keep the rates from being timing noise; diamonds (a slow posterior) keeps 500
         "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 2000, "max_tree_depth": 10},
@@ -437,12 +438,16 @@ def goals(summary: list[dict]) -> list[dict]:
         best = max(peers, key=lambda r: r["min_ess_per_s"])
         need = 2.0 if target.startswith("bnn") else 1.0
         ratio = ours["min_ess_per_s"] / best["min_ess_per_s"] if best["min_ess_per_s"] > 0 else float("inf")
+        # a ratio of two ESS below 100 compares chains that have not mixed (rank-normalised ESS and R-hat
+        # need at least 100, Vehtari et al. 2021): then it is reported but not counted as met
+        measured = min(ours["min_ess"], best["min_ess"]) >= MIN_RELIABLE_ESS
         out.append(
             {
-                "goal": f"{target}: min ESS/s vs the better peer ({best['sampler']})",
+                "goal": f"{target}: min ESS/s vs the better peer ({best['sampler']})"
+                + ("" if measured else f"; min ESS < {MIN_RELIABLE_ESS}: not a measurement"),
                 "target_ratio": need,
                 "ratio": ratio,
-                "met": ratio >= need,
+                "met": measured and ratio >= need,
             }
         )
         if target.startswith("bnn") and (target, "numpyro") in by:
@@ -458,8 +463,6 @@ def goals(summary: list[dict]) -> list[dict]:
         chees = by.get((target, "sigmabnn+chees"))
         if chees is not None:  # ChEES-HMC with the same 4 chains, starts, warm-up and draws as the peers' NUTS
             r = chees["min_ess_per_s"] / best["min_ess_per_s"]
-            # a ratio of two ESS below 100 compares chains that have not mixed (rank-normalised ESS and R-hat
-            # need at least 100, Vehtari et al. 2021): then it is reported but not counted as met
             measured = min(chees["min_ess"], best["min_ess"]) >= MIN_RELIABLE_ESS
             out.append(
                 {
@@ -473,13 +476,14 @@ def goals(summary: list[dict]) -> list[dict]:
         lever = by.get((target, "sigmabnn+float32"))
         if lever is not None:  # the float32 lever against the peers in float64 (stated in the goal's name)
             r = lever["min_ess_per_s"] / best["min_ess_per_s"]
+            measured = min(lever["min_ess"], best["min_ess"]) >= MIN_RELIABLE_ESS
             out.append(
                 {
                     "goal": f"{target}: min ESS/s of sigmabnn+float32 vs the better peer in float64 "
-                    f"({best['sampler']})",
+                    f"({best['sampler']})" + ("" if measured else f"; min ESS < {MIN_RELIABLE_ESS}: not a measurement"),
                     "target_ratio": need,
                     "ratio": r,
-                    "met": r >= need,
+                    "met": measured and r >= need,
                 }
             )
             if (target, "numpyro") in by:
@@ -492,6 +496,44 @@ def goals(summary: list[dict]) -> list[dict]:
                         "met": g >= 2.0,
                     }
                 )
+        if target.startswith("bnn"):
+            out.extend(_within_chain_goals(target, by, need))
+    return out
+
+
+def _within_chain_goals(target: str, by: dict, need: float) -> list[dict]:
+    """The BNN goals on the within-chain ESS/s (sum over chains of each chain's own bulk ESS).
+
+    A BNN's chains start at different MAP modes and stay there, so the bulk ESS of all chains
+    together counts modes whatever the sampler (weight space is not identifiable); the
+    within-chain ESS measures how fast each chain mixes in its mode, the part a sampler
+    controls. A ratio is a measurement only when both sides reach ``MIN_RELIABLE_ESS``.
+    """
+    key = "min_within_chain_ess_per_s"
+    peers = [by[(target, p)] for p in ("numpyro", "blackjax") if (target, p) in by and key in by[(target, p)]]
+    if not peers:
+        return []
+    best = max(peers, key=lambda r: r[key])
+    out = []
+    for sampler, label in (
+        ("sigmabnn", "sigmabnn's NUTS"),
+        ("sigmabnn+chees", "sigmabnn+chees (ChEES-HMC, 4 chains)"),
+        ("sigmabnn+float32", "sigmabnn+float32 (NUTS in float32)"),
+    ):
+        ours = by.get((target, sampler))
+        if ours is None or key not in ours:
+            continue
+        ratio = ours[key] / best[key] if best[key] > 0 else float("inf")
+        measured = min(ours["min_within_chain_ess"], best["min_within_chain_ess"]) >= MIN_RELIABLE_ESS
+        out.append(
+            {
+                "goal": f"{target}: within-chain min ESS/s of {label} vs the better peer's NUTS ({best['sampler']})"
+                + ("" if measured else f"; within-chain ESS < {MIN_RELIABLE_ESS}: not a measurement"),
+                "target_ratio": need,
+                "ratio": ratio,
+                "met": measured and ratio >= need,
+            }
+        )
     return out
 
 
@@ -604,10 +646,14 @@ def merge(paths: list[Path], out_path: Path) -> int:
     ]
     # a note is keyed by its text up to the first colon: a later file's note replaces an earlier one's with the
     # same key (an updated setting note), and the earlier merges' "Merged from" notes are restated below
+    # a "Records of <targets> were measured ..." note is dropped once a later file replaces those targets' records
     notes: dict[str, str] = {}
-    for part in parts:
+    for i, part in enumerate(parts):
         for n in part["notes"]:
-            if not n.startswith("Merged from"):
+            stale = n.startswith("Records of ") and any(
+                t in n.split(" were ")[0] and newest.get((t, "sigmabnn"), i) > i for t in {r["target"] for r in records}
+            )
+            if not n.startswith("Merged from") and not stale:
                 notes.pop(n.split(":")[0], None)
                 notes[n.split(":")[0]] = n
     earlier = list(notes.values())
@@ -739,8 +785,10 @@ def main(argv: list[str] | None = None) -> int:
                 "function; differences in gradient evaluations per second come from each library's per-step "
                 "overhead (tree building, vectorization over chains) and compilation.",
                 "Reduced setting (the default): BNN posteriors on an evenly spaced subset of the training rows "
-                "with a capped tree depth, few warm-up iterations and draws, one repetition; ESS from 4 x 100 draws "
-                "has a relative error of tens of percent, so ratios near 1 are ties. The cheap targets draw 2000 per "
+                "with a capped tree depth, 200 warm-up iterations and 800 draws per chain, --reps repetitions; the "
+                "bulk ESS of all chains counts the modes the chains sit in, so the BNN goals are also stated on the "
+                "within-chain ESS. An ESS ratio counts as met only when both sides reach an ESS of 100 (below it "
+                "the chains have not mixed, Vehtari et al. 2021). The cheap targets draw 2000 per "
                 "chain and run --cheap-reps times (medians). Run with --full for the issue's setting.",
                 "Under a capped tree depth, trajectories that would be longer are cut identically for every "
                 "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
