@@ -577,6 +577,31 @@ def group_table() -> None:
             f"{r['cov_3sigma_pct']:.1f} | {'-' if r['z_std'] is None else format(r['z_std'], '.2f')} | "
             f"{r['fit_seconds']:.0f} |"
         )
+    res = d.get("resonance")
+    if res:
+        st = res["settings"]
+        print(
+            f"\n### The Z resonance above threshold (MAP, {st['hidden'][0]}-{st['hidden'][1]} tanh, "
+            f"{st['steps']} steps, test split; median [min, max] over seeds)\n"
+        )
+        print(
+            "| case | seeds | R2 log | R2 xsec | median % | p99 % | largest test point, predicted pb (true) |\n"
+            "|---|---|---|---|---|---|---|"
+        )
+
+        def spread(runs, key, spec):
+            v = [r[key] for r in runs]
+            return f"{format(float(np.median(v)), spec)} [{format(min(v), spec)}, {format(max(v), spec)}]"
+
+        for name in ("recommended", "+lpint", "residual_lpint"):
+            runs = res[name]
+            print(
+                f"| {name} | {len(runs)} | {spread(runs, 'r2_log', '.4f')} | {spread(runs, 'r2_xsec', '.3f')} | "
+                f"{spread(runs, 'rel_err_median_pct', '.2f')} | {spread(runs, 'rel_err_p99_pct', '.1f')} | "
+                f"{spread(runs, 'top_point_pred_pb', '.1f')} ({runs[0]['top_point_true_pb']:.1f}) |"
+            )
+        ols = res["ols_lpint_alone"]
+        print(f"\nThe OLS line c0 + c1 lpint alone (train fit): test R2 log {ols['r2_log']:.4f}.")
 
 
 # ----------------------------------------------------------------------------- the Z resonance above threshold

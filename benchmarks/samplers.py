@@ -631,18 +631,27 @@ def lever_lines(summary: list[dict]) -> list[str]:
     return out
 
 
-def merge(paths: list[Path], out_path: Path) -> int:
+def merge(paths: list[Path], out_path: Path, repetitions: int = 0) -> int:
     """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed.
 
     Where several files hold records of the same (target, sampler), only the last file's are kept: a rerun of
-    some targets, merged after the earlier result, replaces them.
+    some targets, merged after the earlier result, replaces them. With ``repetitions = k`` the last ``k``
+    files are repetitions of one run (same settings, other seeds): their records are all kept, and the
+    summary takes the medians over them.
     """
     parts = [json.loads(p.read_text()) for p in paths]
-    newest = {(r["target"], r["sampler"]): i for i, part in enumerate(parts) for r in part["records"]}
-    records = [r for i, part in enumerate(parts) for r in part["records"] if newest[(r["target"], r["sampler"])] == i]
+    first_rep = len(parts) - repetitions if repetitions > 1 else len(parts)
+    newest = {(r["target"], r["sampler"]): min(i, first_rep) for i, part in enumerate(parts) for r in part["records"]}
+    records = [
+        r
+        for i, part in enumerate(parts)
+        for r in part["records"]
+        if newest[(r["target"], r["sampler"])] == min(i, first_rep)
+    ]
     summary = _median_records(records)
     kept = [
-        sorted({r["target"] for r in records if newest[(r["target"], r["sampler"])] == i}) for i in range(len(parts))
+        sorted({r["target"] for r in part["records"] if newest[(r["target"], r["sampler"])] == min(i, first_rep)})
+        for i, part in enumerate(parts)
     ]
     # a note is keyed by its text up to the first colon: a later file's note replaces an earlier one's with the
     # same key (an updated setting note), and the earlier merges' "Merged from" notes are restated below
@@ -720,9 +729,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="combine the records of these result files (e.g. targets run in separate processes) into --out",
     )
+    parser.add_argument(
+        "--merge-repetitions",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --merge: the last K files are repetitions of one run (other --seed); medians over them",
+    )
     args = parser.parse_args(argv)
     if args.merge:
-        return merge(args.merge, args.out)
+        return merge(args.merge, args.out, args.merge_repetitions)
 
     import blackjax
     import numpyro
