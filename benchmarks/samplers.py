@@ -631,15 +631,19 @@ def lever_lines(summary: list[dict]) -> list[str]:
     return out
 
 
-def merge(paths: list[Path], out_path: Path, repetitions: int = 0) -> int:
+def merge(paths: list[Path], out_path: Path, repetitions: int = 0, extra_notes: tuple[str, ...] = ()) -> int:
     """Combine result files: records, settings and notes are concatenated; summary, goals and levers recomputed.
 
     Where several files hold records of the same (target, sampler), only the last file's are kept: a rerun of
     some targets, merged after the earlier result, replaces them. With ``repetitions = k`` the last ``k``
     files are repetitions of one run (same settings, other seeds): their records are all kept, and the
-    summary takes the medians over them.
+    summary takes the medians over them. ``extra_notes`` are added to the notes (e.g. what changed in the
+    code since an older file's records were measured).
     """
     parts = [json.loads(p.read_text()) for p in paths]
+    for part in parts:  # records carry the date of the run that measured them (a merged file's keep theirs)
+        for r in part["records"]:
+            r.setdefault("date", None if "runs" in part["machine"] else part["date"])
     first_rep = len(parts) - repetitions if repetitions > 1 else len(parts)
     newest = {(r["target"], r["sampler"]): min(i, first_rep) for i, part in enumerate(parts) for r in part["records"]}
     records = [
@@ -678,11 +682,14 @@ def merge(paths: list[Path], out_path: Path, repetitions: int = 0) -> int:
         "notes": list(
             dict.fromkeys(
                 earlier
+                + list(extra_notes)
                 + [
                     f"Merged from {len(parts)} result files of this script (one process each, run on the same "
                     "machine; a later file's records replace an earlier one's for the same target and sampler): "
                     + ", ".join(
-                        f"{p.name} ({part['date']}, records kept for {', '.join(targets) or 'no target'})"
+                        f"{p.name} (records kept for {', '.join(targets) or 'no target'}; measured "
+                        + ", ".join(sorted({str(r["date"]) for r in records if r in part["records"]}) or ["-"])
+                        + ")"
                         for p, part, targets in zip(paths, parts, kept)
                     )
                 ]
@@ -729,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="JSON",
         help="combine the records of these result files (e.g. targets run in separate processes) into --out",
     )
+    parser.add_argument("--note", action="append", default=[], help="with --merge: a note to add (repeatable)")
     parser.add_argument(
         "--merge-repetitions",
         type=int,
@@ -738,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.merge:
-        return merge(args.merge, args.out, args.merge_repetitions)
+        return merge(args.merge, args.out, args.merge_repetitions, tuple(args.note))
 
     import blackjax
     import numpyro
