@@ -101,6 +101,17 @@ SIZES = {
 SIZE_CLASSES = (2000, 12000)
 #: Fraction of the training rows the ensemble holds out to choose its number of steps.
 HOLDOUT_FRACTION = 0.1
+#: Fraction of each split's training rows ``--validate`` holds out to score candidate settings (test rows unseen).
+VALIDATION_FRACTION = 0.2
+#: Splits per data set a ``--validate`` run scores by default (each split's own held-out training rows).
+VALIDATION_SPLITS = 2
+#: Candidate changes to a method's settings that ``--validate`` scores (option overrides; ``base`` is none).
+VARIANTS = {
+    "base": "the settings of method_options",
+    "student_t": "Student-t noise (likelihood='student_t', 4 degrees of freedom) instead of Gaussian",
+    "2x50": "two hidden layers of the reference width (e.g. 8-50-50-1) instead of one",
+    "map_long": "MAP starts of up to 4,000 full-batch steps (patience 400) instead of the class's budget",
+}
 
 
 def shared_data_dir() -> Path:
@@ -173,7 +184,9 @@ def test_scores(fitted: Any, x_test: np.ndarray, y_test: np.ndarray) -> dict[str
 # --------------------------------------------------------------------------- methods
 
 
-def method_options(method: str, n_train: int, num_features: int, n_hidden: int) -> dict[str, Any]:
+def method_options(
+    method: str, n_train: int, num_features: int, n_hidden: int, dataset: str | None = None
+) -> dict[str, Any]:
     """Keyword arguments of :func:`sigmabnn.api.fit` for one method, sized to the time budget.
 
     The single place of every method's settings. The reduced run (5 splits of
@@ -259,6 +272,38 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
     raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
 
 
+def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
+    """``opts`` (of :func:`method_options`) changed as the candidate ``variant`` of :data:`VARIANTS` says."""
+    from sigmabnn.map import MAPConfig
+
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    if variant in ("student_t", "map_long") and opts["method"] != "nuts":
+        raise ValueError(f"variant {variant!r} is a NUTS setting, not one of {opts['method']!r}")
+    if variant == "student_t":
+        return opts | {"likelihood": "student_t"}
+    if variant == "2x50":
+        widths = opts["architecture"].split("-")
+        return opts | {"architecture": "-".join([widths[0], widths[1], *widths[1:]])}
+    if variant == "map_long":
+        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=4000, patience=400)}
+    return dict(opts)
+
+
+def validation_data(data: UCIData, seed: int = 0) -> UCIData:
+    """``data`` with every split replaced by its training rows, :data:`VALIDATION_FRACTION` of them held out.
+
+    Split ``i``'s new test rows are a seeded random subset (seed ``seed + i``) of its *training* rows and its
+    new training rows the rest: scores on them choose settings without touching the published test rows.
+    """
+    train, test = [], []
+    for i, tr in enumerate(data.train_index):
+        labels = holdout_labels(tr.size, VALIDATION_FRACTION, seed + i)
+        train.append(tr[labels == "train"])
+        test.append(tr[labels == "val"])
+    return data._replace(train_index=train, test_index=test)
+
+
 def holdout_labels(n_train: int, fraction: float, seed: int) -> np.ndarray:
     """``train``/``val`` labels for the training rows: a seeded random ``fraction`` held out (at least one row)."""
     n_val = max(1, int(round(fraction * n_train)))
@@ -307,7 +352,7 @@ def run_split(
         opts = method_options(method, tr.size, data.x.shape[1], data.n_hidden)
     load_start = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    if method == "ensemble":
+    if opts["method"] == "ensemble":
         fitted, report = fit_ensemble_early_stopped(df, features, seed + split, opts)
     else:
         fitted, report = fit(df, "y", features, split_column="split", seed=seed + split, **opts)
@@ -363,7 +408,7 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         groups.setdefault((r["dataset"], r["method"]), []).append(r)
     out = []
-    for (name, method), rs in sorted(groups.items(), key=lambda kv: (_order(kv[0][0]), METHODS.index(kv[0][1]))):
+    for (name, method), rs in sorted(groups.items(), key=lambda kv: (_order(kv[0][0]), _method_order(kv[0][1]))):
         rs = sorted(rs, key=lambda r: r["split"])
         rmse, rmse_se = mean_se([r["rmse"] for r in rs])
         ll, ll_se = mean_se([r["test_ll"] for r in rs])
@@ -388,6 +433,16 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _order(name: str) -> int:
     return DATASETS.index(name) if name in DATASETS else len(DATASETS)
+
+
+def _method_order(label: str) -> tuple[int, int]:
+    """Sort key of a method label, ``method`` or ``method[variant]`` (validation runs)."""
+    method, _, variant = label.partition("[")
+    variant = variant.rstrip("]") or "base"
+    return (
+        METHODS.index(method) if method in METHODS else len(METHODS),
+        list(VARIANTS).index(variant) if variant in VARIANTS else len(VARIANTS),
+    )
 
 
 def merge(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -498,6 +553,57 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
         if run.get("note"):
             line += f"; {run['note']}"
         lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def chosen_variants(doc: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """``(data set, method) -> variant`` with the highest mean held-out LL in a validation results file.
+
+    Only variants scored on the same splits as the data set's other candidates compete (a partial run cannot
+    win by having fewer, easier splits).
+    """
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in doc["results"]:
+        method, _, variant = r["method"].partition("[")
+        rows.setdefault((r["dataset"], method), []).append(r | {"variant": variant.rstrip("]") or "base"})
+    out = {}
+    for key, rs in rows.items():
+        most = max(len(r["splits"]) for r in rs)
+        out[key] = max((r for r in rs if len(r["splits"]) == most), key=lambda r: r["test_ll"])["variant"]
+    return out
+
+
+def validation_markdown(doc: dict[str, Any]) -> str:
+    """The ``--validate`` table: every candidate's held-out RMSE and LL per data set, the choice marked."""
+    chosen = chosen_variants(doc)
+    lines = [
+        "# UCI benchmark: validation of candidate settings",
+        "",
+        "Generated by `benchmarks/uci.py --validate` from `results/uci_validation.json`; do not edit by hand.",
+        f"Each split's *training* rows only: {VALIDATION_FRACTION:.0%} of them (seeded) held out, the method "
+        "fitted on the rest and scored on them (RMSE and average log-likelihood on the original scale, mean +- "
+        "standard error over splits). The published test rows are never used. The candidate with the highest "
+        "mean held-out LL (among those run on the most splits) is *chosen* for that data set and method.",
+        "",
+        "Candidates: " + "; ".join(f"`{k}`: {v}" for k, v in VARIANTS.items()) + ".",
+        "",
+        "| data set | method[variant] | splits | held-out RMSE | held-out LL | CPU s per split | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["results"]:
+        method, _, variant = r["method"].partition("[")
+        mark = "**chosen**" if chosen.get((r["dataset"], method)) == (variant.rstrip("]") or "base") else ""
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {r['n_splits']} | {_fmt(r['rmse'], r['rmse_se'])} | "
+            f"{_fmt(r['test_ll'], r['test_ll_se'])} | {r['cpu_seconds_per_split']:.0f} | {mark} |"
+        )
+    lines += ["", "## Runs", ""]
+    lines += [
+        f"- {run['date']}: `{run['command']}`; load average at start {_loads(run['loadavg_start'])}, at end "
+        f"{_loads(run['loadavg_end'])}; {run['seconds']:.0f} s wall with {run['jobs']} workers"
+        + (f"; {run['note']}" if run.get("note") else "")
+        for run in doc.get("runs", [])
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -647,7 +753,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--split-ids", help="comma-separated split numbers, e.g. 0,3")
     g.add_argument("--full", action="store_true", help="every split (the literature's 20; protein 5)")
     p.add_argument("--seed", type=int, default=0, help="base seed; split i uses seed + i")
-    p.add_argument("--out", type=Path, default=RESULTS / "uci.json")
+    p.add_argument("--out", type=Path, help="results file (default results/uci.json, uci_validation.json)")
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help=f"score --variants on {VALIDATION_FRACTION:.0%} of each split's training rows held out (test rows "
+        f"unseen; default {VALIDATION_SPLITS} splits); writes results/uci_validation.json",
+    )
+    p.add_argument("--variants", default="base", help=f"with --validate: comma-separated of {', '.join(VARIANTS)}")
     p.add_argument("--table-only", action="store_true", help="regenerate the Markdown table from the JSON")
     p.add_argument(
         "--merge-from", nargs="+", metavar="JSON", help="merge these results files into --out, regenerate the table"
@@ -673,13 +786,19 @@ def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
 
     doc["results"] = aggregate(doc["records"])
     atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
-    if published is not None:
+    if doc.get("kind") == "validation":
+        atomic_write_text(out.with_suffix(".md"), validation_markdown(doc))
+    elif published is not None:
         atomic_write_text(out.with_suffix(".md"), markdown(doc, published))
 
 
 def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods: list[str]) -> list[tuple]:
     """The run's ``(data set, split, method, options)`` cells, the most expensive first (:func:`cell_cost`)."""
     cells = []
+    variants = [v for v in args.variants.split(",") if v] if args.validate else ["base"]
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
     for name in datasets:
         data = load_dataset(root, name)
         n_avail = len(data.train_index)
@@ -687,6 +806,8 @@ def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods
             splits = list(range(n_avail))
         elif args.split_ids:
             splits = [int(s) for s in args.split_ids.split(",")]
+        elif args.validate:
+            splits = list(range(min(n_avail, args.splits or VALIDATION_SPLITS)))
         else:
             splits = list(range(min(n_avail, args.splits or REDUCED_SPLITS.get(name, 5))))
         for split in splits:
@@ -694,10 +815,14 @@ def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods
                 raise ValueError(f"{name} has splits 0..{n_avail - 1}, not {split}")
             n_train, p = data.train_index[split].size, data.x.shape[1]
             for method in methods:
-                opts = method_options(method, n_train, p, data.n_hidden)
-                if args.smoke:
-                    opts = smoke_options(opts)
-                cells.append((name, split, method, opts, cell_cost(method, n_train, p, data.n_hidden)))
+                opts = method_options(method, n_train, p, data.n_hidden, dataset=name)
+                for variant in variants:
+                    label, v_opts = method, opts
+                    if args.validate:
+                        label, v_opts = f"{method}[{variant}]", apply_variant(opts, variant)
+                    if args.smoke:
+                        v_opts = smoke_options(v_opts)
+                    cells.append((name, split, label, v_opts, cell_cost(method, n_train, p, data.n_hidden)))
     cells.sort(key=lambda c: -c[4])
     return [c[:4] for c in cells]
 
@@ -737,16 +862,20 @@ def _init_worker() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
-_DATA_CACHE: dict[tuple[str, str], UCIData] = {}
+_DATA_CACHE: dict[tuple[str, str, bool], UCIData] = {}
 
 
-def _run_cell(job: tuple[str, str, int, str, dict[str, Any], int]) -> dict[str, Any]:
-    """One cell in a worker: the record, or ``{"error": ...}`` (a failing cell must not end the run)."""
-    root, name, split, method, opts, seed = job
+def _run_cell(job: tuple[str, str, int, str, dict[str, Any], int, bool]) -> dict[str, Any]:
+    """One cell in a worker: the record, or ``{"error": ...}`` (a failing cell must not end the run).
+
+    ``validate``: the split's held-out *training* rows stand in for its test rows (:func:`validation_data`).
+    """
+    root, name, split, method, opts, seed, validate = job
     try:
-        if (root, name) not in _DATA_CACHE:
-            _DATA_CACHE[(root, name)] = load_dataset(Path(root), name)
-        return run_split(_DATA_CACHE[(root, name)], split, method, seed=seed, opts=opts)
+        if (root, name, validate) not in _DATA_CACHE:
+            data = load_dataset(Path(root), name)
+            _DATA_CACHE[(root, name, validate)] = validation_data(data, seed) if validate else data
+        return run_split(_DATA_CACHE[(root, name, validate)], split, method, seed=seed, opts=opts)
     except Exception as exc:  # reported by the parent, which keeps going
         return {"error": f"{type(exc).__name__}: {exc}", "dataset": name, "split": split, "method": method}
 
@@ -757,12 +886,16 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     args = parse_args(argv)
+    if args.out is None:
+        args.out = RESULTS / ("uci_validation.json" if args.validate else "uci.json")
     root = shared_data_dir() / "uci"
     pub_path = root / "published_results.csv"
     published = best_published(pub_path) if pub_path.is_file() else None
     doc: dict[str, Any] = {"records": [], "runs": []}
     if args.out.is_file():
         doc = json.loads(args.out.read_text())
+    if args.validate:
+        doc["kind"] = "validation"
     if args.merge_from:
         for path in args.merge_from:
             try:
@@ -810,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     doc.setdefault("runs", []).append(run)
     t0 = time.perf_counter()
-    jobs = [(str(root), name, split, method, opts, args.seed) for name, split, method, opts in cells]
+    jobs = [(str(root), name, split, method, opts, args.seed, args.validate) for name, split, method, opts in cells]
     # spawn, not fork: every worker starts a fresh interpreter and sets its thread limits before importing JAX
     pool = mp.get_context("spawn").Pool(args.jobs, initializer=_init_worker, maxtasksperchild=None)
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
