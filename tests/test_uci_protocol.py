@@ -219,3 +219,39 @@ def test_merge_docs_combines_runs_done_in_pieces(uci):
     assert merged["runs"] == [{"command": "a"}, {"command": "b"}]
     assert uci.merge_docs(merged, b)["runs"] == merged["runs"]  # merging the same file twice adds nothing
     assert a["records"][1]["rmse"] == 5.0  # inputs untouched
+
+
+def test_validation_data_holds_out_training_rows_only(uci):
+    """--validate scores on a seeded share of each split's training rows; the published test rows are never used."""
+    rng = np.random.default_rng(4)
+    train = [np.arange(0, 90), np.arange(10, 100)]
+    test = [np.arange(90, 100), np.arange(0, 10)]
+    data = uci.UCIData("toy", rng.normal(size=(100, 2)), rng.normal(size=100), train, test, 4)
+    val = uci.validation_data(data, seed=0)
+    for i in range(2):
+        assert np.intersect1d(val.train_index[i], val.test_index[i]).size == 0
+        np.testing.assert_array_equal(np.sort(np.r_[val.train_index[i], val.test_index[i]]), np.sort(train[i]))
+        assert np.intersect1d(np.r_[val.train_index[i], val.test_index[i]], test[i]).size == 0
+        assert val.test_index[i].size == round(uci.VALIDATION_FRACTION * 90)
+    again = uci.validation_data(data, seed=0)
+    np.testing.assert_array_equal(again.test_index[0], val.test_index[0])  # reproducible
+    assert not np.array_equal(np.sort(val.test_index[0]), np.sort(val.test_index[1] - 10))  # a draw per split
+
+
+def test_variants_and_the_validated_choice(uci):
+    base = uci.method_options("nuts", 455, 13, 50)
+    assert uci.apply_variant(base, "2x50")["architecture"] == "13-50-50-1"
+    assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
+    assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
+    assert uci.apply_variant(base, "base") == base
+    with pytest.raises(ValueError, match="NUTS setting"):
+        uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
+    rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
+                                     "test_ll": ll, "seconds": 1.0, "coverage_95": 0.9}  # fmt: skip
+    records = [rec("nuts[base]", s, -1.0) for s in (0, 1)] + [rec("nuts[2x50]", s, -0.5) for s in (0, 1)]
+    records += [rec("nuts[student_t]", 0, 0.0)]  # best, but on fewer splits: not eligible
+    doc = {"records": records, "results": uci.aggregate(records), "runs": []}
+    assert [r["method"] for r in doc["results"]] == ["nuts[base]", "nuts[student_t]", "nuts[2x50]"]
+    assert uci.chosen_variants(doc) == {("energy", "nuts"): "2x50"}
+    table = uci.validation_markdown(doc)
+    assert "| energy | nuts[2x50] | 2 |" in table and table.count("**chosen**") == 1
