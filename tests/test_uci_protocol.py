@@ -255,3 +255,24 @@ def test_variants_and_the_validated_choice(uci):
     assert uci.chosen_variants(doc) == {("energy", "nuts"): "2x50"}
     table = uci.validation_markdown(doc)
     assert "| energy | nuts[2x50] | 2 |" in table and table.count("**chosen**") == 1
+
+
+def test_validated_choices_match_the_committed_validation(uci):
+    """NUTS_VARIANT and NUTS_2X50 are what results/uci_validation.json chose, not picked by hand."""
+    import json
+
+    path = uci.RESULTS / "uci_validation.json"
+    if not path.is_file():
+        pytest.skip(f"no validation results at {path}")
+    doc = json.loads(path.read_text())
+    overall, one_layer = uci.chosen_variants(doc), uci.chosen_variants(doc, without="2x50")
+    nuts_sets = {d for d, m in overall if m == "nuts"}
+    assert {d: v for (d, m), v in one_layer.items() if m == "nuts" and v != "base"} == uci.NUTS_VARIANT
+    assert {d: v for (d, m), v in overall.items() if m == "nuts" and "2x50" in v.split("+")} == uci.NUTS_2X50
+    assert set(uci.NUTS_VARIANT) | set(uci.NUTS_2X50) <= nuts_sets
+    for name in uci.NUTS_2X50:
+        n, p, h = uci.SIZES[name]
+        assert uci.method_runs("nuts_2x50", name)
+        assert uci.method_options("nuts_2x50", n, p, h, dataset=name)["architecture"] == f"{p}-{h}-{h}-1"
+    for name in set(uci.DATASETS) - set(uci.NUTS_2X50):
+        assert not uci.method_runs("nuts_2x50", name) and uci.method_runs("nuts", name)
