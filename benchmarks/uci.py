@@ -740,6 +740,7 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     rows = doc["results"]
     wall = {(r["dataset"], r["method"]): r["seconds_per_split"] for r in rows}
     cpu = {(r["dataset"], r["method"]): r.get("cpu_seconds_per_split", r["seconds_per_split"]) for r in rows}
+    methods = [m for m in METHODS if any(method_runs(m, d) for d in DATASETS) or any(k[1] == m for k in wall)]
     n_red = REDUCED_SPLITS[DATASETS[0]]
     n_red_protein = REDUCED_SPLITS["protein-tertiary-structure"]
     lines = [
@@ -753,14 +754,14 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
         "*scaled estimate* (marked ~): the CPU time of the largest measured data set with the same settings "
         "times the ratio of `n_train x hidden x (features + 3)`; these enter only the second total.",
         "",
-        "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in METHODS) + " | reduced run CPU s |",
-        "|---|" + "---|" * (len(METHODS) + 1),
+        "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in methods) + " | reduced run CPU s |",
+        "|---|" + "---|" * (len(methods) + 1),
     ]
     totals = {"wall_reduced": 0.0, "cpu_reduced": 0.0, "cpu_full": 0.0, "scaled_reduced": 0.0}
     missing = []
     for name in DATASETS:
         cells, reduced = [name], 0.0
-        for method in METHODS:
+        for method in methods:
             key = (name, method)
             if not method_runs(method, name):
                 cells.append("-")
@@ -779,7 +780,7 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
             totals["wall_reduced"] += wall[key] * REDUCED_SPLITS[name]
             totals["cpu_full"] += cpu[key] * (5 if name == "protein-tertiary-structure" else 20)
         totals["cpu_reduced"] += reduced
-        complete = all((name, m) in wall for m in METHODS if method_runs(m, name))
+        complete = all((name, m) in wall for m in methods if method_runs(m, name))
         cells.append(f"{reduced:.0f}" if complete else f"{reduced:.0f} (incomplete)" if reduced else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
