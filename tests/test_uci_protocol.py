@@ -276,3 +276,27 @@ def test_validated_choices_match_the_committed_validation(uci):
         assert uci.method_options("nuts_2x50", n, p, h, dataset=name)["architecture"] == f"{p}-{h}-{h}-1"
     for name in set(uci.DATASETS) - set(uci.NUTS_2X50):
         assert not uci.method_runs("nuts_2x50", name) and uci.method_runs("nuts", name)
+
+
+def test_validate_cells_label_variants_on_the_base_settings(uci, tmp_path):
+    """--validate plans one cell per (split, variant) on the base settings; a plain run plans the chosen ones."""
+    _toy_uci(tmp_path, name="wine-quality-red", n_splits=3)
+    root = tmp_path / "data" / "uci"
+    args = uci.parse_args(["--validate", "--methods", "nuts", "--variants", "base,student_t,2x50+map_long"])
+    cells = uci.cells_for(args, root, ["wine-quality-red"], ["nuts"])
+    assert sorted((c[1], c[2]) for c in cells) == sorted(
+        (s, f"nuts[{v}]") for s in range(uci.VALIDATION_SPLITS) for v in ("base", "student_t", "2x50+map_long")
+    )
+    opts = {c[2]: c[3] for c in cells if c[1] == 0}
+    assert "likelihood" not in opts["nuts[base]"] and opts["nuts[student_t]"]["likelihood"] == "student_t"
+    assert (
+        opts["nuts[2x50+map_long]"]["architecture"] == "2-4-4-1"
+        and opts["nuts[2x50+map_long]"]["map"].num_steps == 4000
+    )
+    plain = uci.cells_for(uci.parse_args(["--splits", "1"]), root, ["wine-quality-red"], list(uci.METHODS))
+    chosen = uci.NUTS_VARIANT.get("wine-quality-red", "base")
+    (nuts,) = [c for c in plain if c[2] == "nuts"]
+    assert nuts[3] == uci.apply_variant(uci.method_options("nuts", 40, 2, 4), chosen)
+    assert {c[2] for c in plain} == {m for m in uci.METHODS if uci.method_runs(m, "wine-quality-red")}
+    with pytest.raises(ValueError, match="unknown variant"):
+        uci.cells_for(uci.parse_args(["--validate", "--variants", "base,bogus"]), root, ["wine-quality-red"], ["nuts"])
