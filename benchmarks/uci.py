@@ -99,6 +99,8 @@ METHODS = ("nuts", "nuts_2x50", "bbb", "ensemble")
 REDUCED_SPLITS = {name: 5 for name in DATASETS} | {"protein-tertiary-structure": 2}
 #: Budget of the reduced run on an idle machine (minutes).
 REDUCED_BUDGET_MINUTES = 60.0
+#: Worker processes by default: one per core of the 2-core machine.
+DEFAULT_JOBS = 2
 #: Training rows, features and hidden units per data set (the data README's table), for scaled time estimates.
 SIZES = {
     "bostonHousing": (455, 13, 50),
@@ -786,7 +788,9 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     lines += [
         "",
         f"Extrapolated reduced run: {totals['cpu_reduced'] / 60:.1f} min of CPU time (idle-machine estimate; "
-        f"budget {REDUCED_BUDGET_MINUTES:.0f} min), {totals['wall_reduced'] / 60:.1f} min at the measured wall "
+        f"budget {REDUCED_BUDGET_MINUTES:.0f} min of wall time; the default {DEFAULT_JOBS} workers, one per core, "
+        f"share it: about {totals['cpu_reduced'] / 60 / DEFAULT_JOBS:.1f} min of wall time on an idle machine), "
+        f"{totals['wall_reduced'] / 60:.1f} min at the measured wall "
         f"times; extrapolated full run: {totals['cpu_full'] / 60:.1f} min of CPU time. Including the scaled "
         f"estimates (~) of unmeasured cells, the reduced run would take "
         f"{(totals['cpu_reduced'] + totals['scaled_reduced']) / 60:.1f} min of CPU time"
@@ -833,7 +837,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--merge-from", nargs="+", metavar="JSON", help="merge these results files into --out, regenerate the table"
     )
-    p.add_argument("--jobs", type=int, default=2, help="worker processes, one XLA thread each (default 2)")
+    p.add_argument(
+        "--jobs", type=int, default=DEFAULT_JOBS, help=f"worker processes, one XLA thread each (default {DEFAULT_JOBS})"
+    )
     p.add_argument("--smoke", action="store_true", help="tiny budgets: checks the pipeline, results meaningless")
     p.add_argument("--note", help="what else ran on the machine, recorded with the run (e.g. 'other jobs at nice 19')")
     return p.parse_args(argv)
