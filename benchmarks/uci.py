@@ -19,13 +19,24 @@ model, predictive and evaluation code as any user's model):
 - ``nuts``: the hierarchical BNN, NUTS on the weights with Gibbs updates of
   the noise precision and of the per-layer prior precisions
   (``learn_prior=True``); chains, warm-up and draws sized by
-  :func:`method_options` so that the reduced run fits the time budget;
+  :func:`method_options` so that the reduced run fits the time budget,
+  changed per data set where validation chose a variant (:data:`NUTS_VARIANT`);
+- ``nuts_2x50``: the same with two hidden layers (our recommended
+  architecture where it won the validation, :data:`NUTS_2X50`; run only there);
 - ``bbb``: Bayes by Backprop (mean-field Gaussian q, learnt noise precision);
 - ``ensemble``: a deep ensemble of 5 MAP networks with a learned variance
   (Lakshminarayanan et al. 2017).
 
 Architecture: one hidden layer of 50 tanh units (100 for protein), as in the
-literature.
+literature (``nuts_2x50``: two).
+
+Validation (``--validate``): no setting is tuned on the test rows. Candidate
+variants of a method's settings (:data:`VARIANTS`, ``--variants``) are fitted
+on 80 % of each split's training rows and scored on the other 20 %
+(:func:`validation_data`); ``results/uci_validation.{json,md}`` mark the
+candidate with the highest held-out LL per data set (:func:`chosen_variants`),
+which :data:`NUTS_VARIANT` and :data:`NUTS_2X50` hold (a test checks them
+against the committed file).
 
 Runs can be partial and are merged: every (data set, method, split) *cell* is
 a task for a pool of ``--jobs`` worker processes (default 2, one per core;
@@ -53,6 +64,7 @@ Usage (from the repository root)::
     python benchmarks/uci.py --datasets bostonHousing,energy --splits 2 --methods ensemble --jobs 1
     python benchmarks/uci.py --table-only          # regenerate uci.md from uci.json
     python benchmarks/uci.py --merge-from other.json   # add another run's records (e.g. a run in pieces)
+    python benchmarks/uci.py --validate --methods nuts --datasets wine-quality-red --variants base,student_t
 """
 
 from __future__ import annotations
@@ -82,11 +94,13 @@ DATASETS = (
     "power-plant",
     "protein-tertiary-structure",
 )
-METHODS = ("nuts", "bbb", "ensemble")
+METHODS = ("nuts", "nuts_2x50", "bbb", "ensemble")
 #: Splits per data set in the reduced run (the issue's budget: 5 each, 2 for protein).
 REDUCED_SPLITS = {name: 5 for name in DATASETS} | {"protein-tertiary-structure": 2}
 #: Budget of the reduced run on an idle machine (minutes).
 REDUCED_BUDGET_MINUTES = 60.0
+#: Worker processes by default: one per core of the 2-core machine.
+DEFAULT_JOBS = 2
 #: Training rows, features and hidden units per data set (the data README's table), for scaled time estimates.
 SIZES = {
     "bostonHousing": (455, 13, 50),
@@ -101,6 +115,24 @@ SIZES = {
 SIZE_CLASSES = (2000, 12000)
 #: Fraction of the training rows the ensemble holds out to choose its number of steps.
 HOLDOUT_FRACTION = 0.1
+#: Fraction of each split's training rows ``--validate`` holds out to score candidate settings (test rows unseen).
+VALIDATION_FRACTION = 0.2
+#: Splits per data set a ``--validate`` run scores by default (each split's own held-out training rows).
+VALIDATION_SPLITS = 2
+#: Candidate changes to a method's settings that ``--validate`` scores (option overrides; ``base`` is none).
+VARIANTS = {
+    "base": "the settings of method_options",
+    "student_t": "Student-t noise (likelihood='student_t', 4 degrees of freedom) instead of Gaussian",
+    "2x50": "two hidden layers of the reference width (e.g. 8-50-50-1) instead of one",
+    "map_long": "MAP starts of up to 4,000 full-batch steps (patience 400) instead of the class's budget",
+}
+#: The NUTS settings chosen per data set by ``--validate`` (results/uci_validation.md: highest held-out LL among
+#: the candidates scored there; a data set not listed keeps ``base``): the variant of ``nuts``, the literature's
+#: architecture (one hidden layer). A test checks these against the committed validation results.
+NUTS_VARIANT: dict[str, str] = {"wine-quality-red": "student_t"}
+#: Data sets where a two-hidden-layer candidate scored best on validation, and that candidate: the method
+#: ``nuts_2x50`` (our recommended architecture there, reported beside ``nuts``) runs only on these.
+NUTS_2X50: dict[str, str] = {}
 
 
 def shared_data_dir() -> Path:
@@ -173,7 +205,9 @@ def test_scores(fitted: Any, x_test: np.ndarray, y_test: np.ndarray) -> dict[str
 # --------------------------------------------------------------------------- methods
 
 
-def method_options(method: str, n_train: int, num_features: int, n_hidden: int) -> dict[str, Any]:
+def method_options(
+    method: str, n_train: int, num_features: int, n_hidden: int, dataset: str | None = None
+) -> dict[str, Any]:
     """Keyword arguments of :func:`sigmabnn.api.fit` for one method, sized to the time budget.
 
     The single place of every method's settings. The reduced run (5 splits of
@@ -198,6 +232,10 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
       coverage 0.75 on split 0), else 2,000 steps of
       minibatches of 512, started at a MAP fit on the same minibatches (a
       full-batch MAP start was nearly all of BBB's time on protein).
+    - Validated changes (``--validate``, ``results/uci_validation.md``): NUTS on
+      wine with Student-t noise (held-out LL above the Gaussian's on both
+      splits scored); Student-t lost on Boston, two layers with 4,000-step MAP
+      starts lost on kin8nm (:data:`NUTS_VARIANT`, :data:`NUTS_2X50`).
     - Ensemble: the early-stopping stage is the cost. Minibatches of 512 and at
       most 1,000 steps on the medium sets (kin8nm at 2,000 steps: 82 s, LL
       1.27); on protein minibatches of 4,096 and at most 600 steps (400 steps:
@@ -206,6 +244,9 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
     """
     from sigmabnn.map import MAPConfig
 
+    if method == "nuts_2x50":
+        base = method_options("nuts", n_train, num_features, n_hidden)
+        return apply_variant(base, NUTS_2X50.get(dataset, "2x50") if dataset else "2x50")
     arch = f"{num_features}-{n_hidden}-1"
     common = {"architecture": arch, "activation": "tanh", "progress": False}
     size = sum(n_train > bound for bound in SIZE_CLASSES)  # 0 small, 1 medium, 2 large
@@ -216,7 +257,7 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             MAPConfig(learning_rate=1e-2, num_steps=500, patience=200),
             MAPConfig(learning_rate=1e-2, num_epochs=20, batch_size=1024, patience=None),
         )[size]
-        return common | {
+        opts = common | {
             "method": "nuts",
             "num_chains": chains,
             "num_warmup": warmup,
@@ -226,6 +267,7 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             "learn_prior": True,
             "map": map_config,
         }
+        return apply_variant(opts, NUTS_VARIANT.get(dataset, "base")) if dataset else opts
     if method == "bbb":
         return (
             common
@@ -257,6 +299,50 @@ def method_options(method: str, n_train: int, num_features: int, n_hidden: int) 
             "patience": patience,
         }
     raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+
+
+def method_runs(method: str, dataset: str) -> bool:
+    """Whether the benchmark runs ``method`` on ``dataset`` (``nuts_2x50`` only where validated, :data:`NUTS_2X50`)."""
+    return method != "nuts_2x50" or dataset in NUTS_2X50
+
+
+def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
+    """``opts`` (of :func:`method_options`) changed as the candidate ``variant`` of :data:`VARIANTS` says.
+
+    ``a+b`` applies the variants ``a`` and ``b`` in turn (e.g. ``2x50+map_long``).
+    """
+    from sigmabnn.map import MAPConfig
+
+    if "+" in variant:
+        for part in variant.split("+"):
+            opts = apply_variant(opts, part)
+        return opts
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    if variant in ("student_t", "map_long") and opts["method"] != "nuts":
+        raise ValueError(f"variant {variant!r} is a NUTS setting, not one of {opts['method']!r}")
+    if variant == "student_t":
+        return opts | {"likelihood": "student_t"}
+    if variant == "2x50":
+        widths = opts["architecture"].split("-")
+        return opts | {"architecture": "-".join([widths[0], widths[1], *widths[1:]])}
+    if variant == "map_long":
+        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=4000, patience=400)}
+    return dict(opts)
+
+
+def validation_data(data: UCIData, seed: int = 0) -> UCIData:
+    """``data`` with every split replaced by its training rows, :data:`VALIDATION_FRACTION` of them held out.
+
+    Split ``i``'s new test rows are a seeded random subset (seed ``seed + i``) of its *training* rows and its
+    new training rows the rest: scores on them choose settings without touching the published test rows.
+    """
+    train, test = [], []
+    for i, tr in enumerate(data.train_index):
+        labels = holdout_labels(tr.size, VALIDATION_FRACTION, seed + i)
+        train.append(tr[labels == "train"])
+        test.append(tr[labels == "val"])
+    return data._replace(train_index=train, test_index=test)
 
 
 def holdout_labels(n_train: int, fraction: float, seed: int) -> np.ndarray:
@@ -307,7 +393,7 @@ def run_split(
         opts = method_options(method, tr.size, data.x.shape[1], data.n_hidden)
     load_start = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    if method == "ensemble":
+    if opts["method"] == "ensemble":
         fitted, report = fit_ensemble_early_stopped(df, features, seed + split, opts)
     else:
         fitted, report = fit(df, "y", features, split_column="split", seed=seed + split, **opts)
@@ -363,7 +449,7 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in records:
         groups.setdefault((r["dataset"], r["method"]), []).append(r)
     out = []
-    for (name, method), rs in sorted(groups.items(), key=lambda kv: (_order(kv[0][0]), METHODS.index(kv[0][1]))):
+    for (name, method), rs in sorted(groups.items(), key=lambda kv: (_order(kv[0][0]), _method_order(kv[0][1]))):
         rs = sorted(rs, key=lambda r: r["split"])
         rmse, rmse_se = mean_se([r["rmse"] for r in rs])
         ll, ll_se = mean_se([r["test_ll"] for r in rs])
@@ -388,6 +474,16 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _order(name: str) -> int:
     return DATASETS.index(name) if name in DATASETS else len(DATASETS)
+
+
+def _method_order(label: str) -> tuple[int, ...]:
+    """Sort key of a method label, ``method`` or ``method[variant]`` (validation runs)."""
+    method, _, variant = label.partition("[")
+    variant = variant.rstrip("]") or "base"
+    return (
+        METHODS.index(method) if method in METHODS else len(METHODS),
+        *[list(VARIANTS).index(v) if v in VARIANTS else len(VARIANTS) for v in variant.split("+")],
+    )
 
 
 def merge(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -451,12 +547,13 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
         "| data set | method | splits | RMSE | best published RMSE | | test LL | best published LL | |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    tally: dict[str, dict[str, int]] = {}
+    tally: dict[str, dict[str, Any]] = {}
+    won: dict[str, dict[str, list[str]]] = {"rmse": {}, "test_ll": {}}
     datasets_seen: dict[str, set[str]] = {}
     for r in rows:
         name, method = r["dataset"], r["method"]
         cells = [name, method, str(r["n_splits"])]
-        t = tally.setdefault(method, {"rmse": 0, "test_ll": 0, "datasets": 0})
+        t = tally.setdefault(method, {"rmse": [], "test_ll": [], "datasets": 0})
         t["datasets"] += 1
         datasets_seen.setdefault(method, set()).add(name)
         for metric, se in (("rmse", "rmse_se"), ("test_ll", "test_ll_se")):
@@ -466,16 +563,28 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
                 cells += ["n/a", ""]
                 continue
             w = wins(r[metric], b, metric)
-            t[metric] += int(w)
+            if w:
+                t[metric].append(name)
+                won[metric].setdefault(name, []).append(method)
             cells.append(f"{b['mean']:.{max(b['decimals'], 2)}f} ({b['method']})")
             cells.append("**win**" if w else "lose")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Tally against the goal (LL >= best on 5 of 7 data sets, RMSE <= best on 4 of 7)", ""]
     lines += ["| method | data sets run | LL wins | RMSE wins |", "|---|---|---|---|"]
+    named = lambda names: f"{len(names)}" + (f" ({', '.join(names)})" if names else "")
     for method in METHODS:
         if method in tally:
             t = tally[method]
-            lines.append(f"| {method} | {t['datasets']} of 7 | {t['test_ll']} | {t['rmse']} |")
+            lines.append(f"| {method} | {t['datasets']} of 7 | {named(t['test_ll'])} | {named(t['rmse'])} |")
+    either = lambda metric: [
+        f"{d}: {' / '.join(ms)}" for d, ms in sorted(won[metric].items(), key=lambda kv: _order(kv[0]))
+    ]
+    lines += [
+        "",
+        "Data sets won by at least one of our methods (which ones after the colon): "
+        f"LL {named(either('test_ll'))}; RMSE {named(either('rmse'))}. `nuts_2x50` runs only on the data sets "
+        "where the two-layer candidate won the validation (see Settings).",
+    ]
     lines += ["", "## Settings", ""]
     lines += settings_lines()
     lines += ["", "## Time", ""]
@@ -501,6 +610,60 @@ def markdown(doc: dict[str, Any], published: dict[tuple[str, str], dict[str, Any
     return "\n".join(lines) + "\n"
 
 
+def chosen_variants(doc: dict[str, Any], without: str | None = None) -> dict[tuple[str, str], str]:
+    """``(data set, method) -> variant`` with the highest mean held-out LL in a validation results file.
+
+    Only variants scored on the same splits as the data set's other candidates compete (a partial run cannot
+    win by having fewer, easier splits). ``without``: leave out candidates made with this variant (e.g.
+    ``"2x50"``: the choice within the literature's architecture).
+    """
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in doc["results"]:
+        method, _, variant = r["method"].partition("[")
+        variant = variant.rstrip("]") or "base"
+        if without is None or without not in variant.split("+"):
+            rows.setdefault((r["dataset"], method), []).append(r | {"variant": variant})
+    out = {}
+    for key, rs in rows.items():
+        most = max(len(r["splits"]) for r in rs)
+        out[key] = max((r for r in rs if len(r["splits"]) == most), key=lambda r: r["test_ll"])["variant"]
+    return out
+
+
+def validation_markdown(doc: dict[str, Any]) -> str:
+    """The ``--validate`` table: every candidate's held-out RMSE and LL per data set, the choice marked."""
+    chosen = chosen_variants(doc)
+    lines = [
+        "# UCI benchmark: validation of candidate settings",
+        "",
+        "Generated by `benchmarks/uci.py --validate` from `results/uci_validation.json`; do not edit by hand.",
+        f"Each split's *training* rows only: {VALIDATION_FRACTION:.0%} of them (seeded) held out, the method "
+        "fitted on the rest and scored on them (RMSE and average log-likelihood on the original scale, mean +- "
+        "standard error over splits). The published test rows are never used. The candidate with the highest "
+        "mean held-out LL (among those run on the most splits) is *chosen* for that data set and method.",
+        "",
+        "Candidates: " + "; ".join(f"`{k}`: {v}" for k, v in VARIANTS.items()) + ".",
+        "",
+        "| data set | method[variant] | splits | held-out RMSE | held-out LL | CPU s per split | |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["results"]:
+        method, _, variant = r["method"].partition("[")
+        mark = "**chosen**" if chosen.get((r["dataset"], method)) == (variant.rstrip("]") or "base") else ""
+        lines.append(
+            f"| {r['dataset']} | {r['method']} | {r['n_splits']} | {_fmt(r['rmse'], r['rmse_se'])} | "
+            f"{_fmt(r['test_ll'], r['test_ll_se'])} | {r['cpu_seconds_per_split']:.0f} | {mark} |"
+        )
+    lines += ["", "## Runs", ""]
+    lines += [
+        f"- {run['date']}: `{run['command']}`; load average at start {_loads(run['loadavg_start'])}, at end "
+        f"{_loads(run['loadavg_end'])}; {run['seconds']:.0f} s wall with {run['jobs']} workers"
+        + (f"; {run['note']}" if run.get("note") else "")
+        for run in doc.get("runs", [])
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def settings_lines() -> list[str]:
     """The per-method budgets of :func:`method_options` for each training-set size class (generated from the code)."""
     bounds = (0, *SIZE_CLASSES)
@@ -521,6 +684,8 @@ def settings_lines() -> list[str]:
         "|---|---|---|",
     ]
     for method in METHODS:
+        if method == "nuts_2x50":  # the nuts settings with a validated variant, listed below
+            continue
         for label, n in classes:
             opts = method_options(method, n, 8, 50)
             shown = []
@@ -532,6 +697,19 @@ def settings_lines() -> list[str]:
                     v = f"({v})"
                 shown.append(f"{k}={v}")
             lines.append(f"| {method} | {label} ({', '.join(members[label])}) | {'; '.join(shown)} |")
+    chosen = [f"`nuts` on {d}: `{v}`" for d, v in NUTS_VARIANT.items() if v != "base"]
+    chosen += [f"`nuts_2x50` on {d}: `{v}`" for d, v in NUTS_2X50.items()] or [
+        "`nuts_2x50` on no data set (no two-layer candidate won its validation)"
+    ]
+    lines += [
+        "",
+        "Changes to these settings chosen per data set on held-out *training* rows (`--validate`, "
+        "`results/uci_validation.md`; the candidate with the highest held-out LL, test rows unseen): "
+        + ("; ".join(chosen) if chosen else "none")
+        + ". Every other data set keeps the settings above. Candidates: "
+        + "; ".join(f"`{k}`: {v}" for k, v in VARIANTS.items() if k != "base")
+        + ".",
+    ]
     return lines
 
 
@@ -570,6 +748,7 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
     rows = doc["results"]
     wall = {(r["dataset"], r["method"]): r["seconds_per_split"] for r in rows}
     cpu = {(r["dataset"], r["method"]): r.get("cpu_seconds_per_split", r["seconds_per_split"]) for r in rows}
+    methods = [m for m in METHODS if any(method_runs(m, d) for d in DATASETS) or any(k[1] == m for k in wall)]
     n_red = REDUCED_SPLITS[DATASETS[0]]
     n_red_protein = REDUCED_SPLITS["protein-tertiary-structure"]
     lines = [
@@ -583,15 +762,18 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
         "*scaled estimate* (marked ~): the CPU time of the largest measured data set with the same settings "
         "times the ratio of `n_train x hidden x (features + 3)`; these enter only the second total.",
         "",
-        "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in METHODS) + " | reduced run CPU s |",
-        "|---|" + "---|" * (len(METHODS) + 1),
+        "| data set | " + " | ".join(f"{m} wall / CPU s per split" for m in methods) + " | reduced run CPU s |",
+        "|---|" + "---|" * (len(methods) + 1),
     ]
     totals = {"wall_reduced": 0.0, "cpu_reduced": 0.0, "cpu_full": 0.0, "scaled_reduced": 0.0}
     missing = []
     for name in DATASETS:
         cells, reduced = [name], 0.0
-        for method in METHODS:
+        for method in methods:
             key = (name, method)
+            if not method_runs(method, name):
+                cells.append("-")
+                continue
             if key not in wall:
                 est = scaled_estimate(cpu, name, method) if name in SIZES else None
                 if est is None:
@@ -606,13 +788,15 @@ def timing_lines(doc: dict[str, Any]) -> list[str]:
             totals["wall_reduced"] += wall[key] * REDUCED_SPLITS[name]
             totals["cpu_full"] += cpu[key] * (5 if name == "protein-tertiary-structure" else 20)
         totals["cpu_reduced"] += reduced
-        complete = all((name, m) in wall for m in METHODS)
+        complete = all((name, m) in wall for m in methods if method_runs(m, name))
         cells.append(f"{reduced:.0f}" if complete else f"{reduced:.0f} (incomplete)" if reduced else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Extrapolated reduced run: {totals['cpu_reduced'] / 60:.1f} min of CPU time (idle-machine estimate; "
-        f"budget {REDUCED_BUDGET_MINUTES:.0f} min), {totals['wall_reduced'] / 60:.1f} min at the measured wall "
+        f"budget {REDUCED_BUDGET_MINUTES:.0f} min of wall time; the default {DEFAULT_JOBS} workers, one per core, "
+        f"share it: about {totals['cpu_reduced'] / 60 / DEFAULT_JOBS:.1f} min of wall time on an idle machine), "
+        f"{totals['wall_reduced'] / 60:.1f} min at the measured wall "
         f"times; extrapolated full run: {totals['cpu_full'] / 60:.1f} min of CPU time. Including the scaled "
         f"estimates (~) of unmeasured cells, the reduced run would take "
         f"{(totals['cpu_reduced'] + totals['scaled_reduced']) / 60:.1f} min of CPU time"
@@ -647,12 +831,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--split-ids", help="comma-separated split numbers, e.g. 0,3")
     g.add_argument("--full", action="store_true", help="every split (the literature's 20; protein 5)")
     p.add_argument("--seed", type=int, default=0, help="base seed; split i uses seed + i")
-    p.add_argument("--out", type=Path, default=RESULTS / "uci.json")
+    p.add_argument("--out", type=Path, help="results file (default results/uci.json, uci_validation.json)")
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        help=f"score --variants on {VALIDATION_FRACTION:.0%} of each split's training rows held out (test rows "
+        f"unseen; default {VALIDATION_SPLITS} splits); writes results/uci_validation.json",
+    )
+    p.add_argument("--variants", default="base", help=f"with --validate: comma-separated of {', '.join(VARIANTS)}")
     p.add_argument("--table-only", action="store_true", help="regenerate the Markdown table from the JSON")
     p.add_argument(
         "--merge-from", nargs="+", metavar="JSON", help="merge these results files into --out, regenerate the table"
     )
-    p.add_argument("--jobs", type=int, default=2, help="worker processes, one XLA thread each (default 2)")
+    p.add_argument(
+        "--jobs", type=int, default=DEFAULT_JOBS, help=f"worker processes, one XLA thread each (default {DEFAULT_JOBS})"
+    )
     p.add_argument("--smoke", action="store_true", help="tiny budgets: checks the pipeline, results meaningless")
     p.add_argument("--note", help="what else ran on the machine, recorded with the run (e.g. 'other jobs at nice 19')")
     return p.parse_args(argv)
@@ -673,13 +866,20 @@ def _save(out: Path, doc: dict[str, Any], published: dict | None) -> None:
 
     doc["results"] = aggregate(doc["records"])
     atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
-    if published is not None:
+    if doc.get("kind") == "validation":
+        atomic_write_text(out.with_suffix(".md"), validation_markdown(doc))
+    elif published is not None:
         atomic_write_text(out.with_suffix(".md"), markdown(doc, published))
 
 
 def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods: list[str]) -> list[tuple]:
     """The run's ``(data set, split, method, options)`` cells, the most expensive first (:func:`cell_cost`)."""
     cells = []
+    variants = [v for v in args.variants.split(",") if v] if args.validate else ["base"]
+    for v in variants:
+        for part in v.split("+"):
+            if part not in VARIANTS:
+                raise ValueError(f"unknown variant {part!r}; choose from {', '.join(VARIANTS)}")
     for name in datasets:
         data = load_dataset(root, name)
         n_avail = len(data.train_index)
@@ -687,6 +887,8 @@ def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods
             splits = list(range(n_avail))
         elif args.split_ids:
             splits = [int(s) for s in args.split_ids.split(",")]
+        elif args.validate:
+            splits = list(range(min(n_avail, args.splits or VALIDATION_SPLITS)))
         else:
             splits = list(range(min(n_avail, args.splits or REDUCED_SPLITS.get(name, 5))))
         for split in splits:
@@ -694,17 +896,29 @@ def cells_for(args: argparse.Namespace, root: Path, datasets: list[str], methods
                 raise ValueError(f"{name} has splits 0..{n_avail - 1}, not {split}")
             n_train, p = data.train_index[split].size, data.x.shape[1]
             for method in methods:
-                opts = method_options(method, n_train, p, data.n_hidden)
-                if args.smoke:
-                    opts = smoke_options(opts)
-                cells.append((name, split, method, opts, cell_cost(method, n_train, p, data.n_hidden)))
+                if not (args.validate or method_runs(method, name)):
+                    continue
+                # validation scores candidates against the class's base settings, not the already chosen ones
+                opts = method_options(method, n_train, p, data.n_hidden, dataset=None if args.validate else name)
+                for variant in variants:
+                    label, v_opts = method, opts
+                    if args.validate:
+                        label, v_opts = f"{method}[{variant}]", apply_variant(opts, variant)
+                    if args.smoke:
+                        v_opts = smoke_options(v_opts)
+                    cells.append((name, split, label, v_opts, cell_cost(method, n_train, p, data.n_hidden)))
     cells.sort(key=lambda c: -c[4])
     return [c[:4] for c in cells]
 
 
 def cell_cost(method: str, n_train: int, num_features: int, n_hidden: int) -> float:
     """A rough relative cost of one cell, only to schedule the largest first: ``n * hidden * (p + 3)`` x a weight."""
-    return n_train * n_hidden * (num_features + 3) * {"nuts": 1.0, "ensemble": 1.2, "bbb": 0.5}.get(method, 1.0)
+    return (
+        n_train
+        * n_hidden
+        * (num_features + 3)
+        * {"nuts": 1.0, "nuts_2x50": 3.0, "ensemble": 1.2, "bbb": 0.5}.get(method, 1.0)
+    )
 
 
 def smoke_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -737,16 +951,20 @@ def _init_worker() -> None:
     jax.config.update("jax_enable_x64", True)
 
 
-_DATA_CACHE: dict[tuple[str, str], UCIData] = {}
+_DATA_CACHE: dict[tuple[str, str, bool], UCIData] = {}
 
 
-def _run_cell(job: tuple[str, str, int, str, dict[str, Any], int]) -> dict[str, Any]:
-    """One cell in a worker: the record, or ``{"error": ...}`` (a failing cell must not end the run)."""
-    root, name, split, method, opts, seed = job
+def _run_cell(job: tuple[str, str, int, str, dict[str, Any], int, bool]) -> dict[str, Any]:
+    """One cell in a worker: the record, or ``{"error": ...}`` (a failing cell must not end the run).
+
+    ``validate``: the split's held-out *training* rows stand in for its test rows (:func:`validation_data`).
+    """
+    root, name, split, method, opts, seed, validate = job
     try:
-        if (root, name) not in _DATA_CACHE:
-            _DATA_CACHE[(root, name)] = load_dataset(Path(root), name)
-        return run_split(_DATA_CACHE[(root, name)], split, method, seed=seed, opts=opts)
+        if (root, name, validate) not in _DATA_CACHE:
+            data = load_dataset(Path(root), name)
+            _DATA_CACHE[(root, name, validate)] = validation_data(data, seed) if validate else data
+        return run_split(_DATA_CACHE[(root, name, validate)], split, method, seed=seed, opts=opts)
     except Exception as exc:  # reported by the parent, which keeps going
         return {"error": f"{type(exc).__name__}: {exc}", "dataset": name, "split": split, "method": method}
 
@@ -757,12 +975,16 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     args = parse_args(argv)
+    if args.out is None:
+        args.out = RESULTS / ("uci_validation.json" if args.validate else "uci.json")
     root = shared_data_dir() / "uci"
     pub_path = root / "published_results.csv"
     published = best_published(pub_path) if pub_path.is_file() else None
     doc: dict[str, Any] = {"records": [], "runs": []}
     if args.out.is_file():
         doc = json.loads(args.out.read_text())
+    if args.validate:
+        doc["kind"] = "validation"
     if args.merge_from:
         for path in args.merge_from:
             try:
@@ -810,7 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     doc.setdefault("runs", []).append(run)
     t0 = time.perf_counter()
-    jobs = [(str(root), name, split, method, opts, args.seed) for name, split, method, opts in cells]
+    jobs = [(str(root), name, split, method, opts, args.seed, args.validate) for name, split, method, opts in cells]
     # spawn, not fork: every worker starts a fresh interpreter and sets its thread limits before importing JAX
     pool = mp.get_context("spawn").Pool(args.jobs, initializer=_init_worker, maxtasksperchild=None)
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

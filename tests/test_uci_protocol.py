@@ -219,3 +219,84 @@ def test_merge_docs_combines_runs_done_in_pieces(uci):
     assert merged["runs"] == [{"command": "a"}, {"command": "b"}]
     assert uci.merge_docs(merged, b)["runs"] == merged["runs"]  # merging the same file twice adds nothing
     assert a["records"][1]["rmse"] == 5.0  # inputs untouched
+
+
+def test_validation_data_holds_out_training_rows_only(uci):
+    """--validate scores on a seeded share of each split's training rows; the published test rows are never used."""
+    rng = np.random.default_rng(4)
+    train = [np.arange(0, 90), np.arange(10, 100)]
+    test = [np.arange(90, 100), np.arange(0, 10)]
+    data = uci.UCIData("toy", rng.normal(size=(100, 2)), rng.normal(size=100), train, test, 4)
+    val = uci.validation_data(data, seed=0)
+    for i in range(2):
+        assert np.intersect1d(val.train_index[i], val.test_index[i]).size == 0
+        np.testing.assert_array_equal(np.sort(np.r_[val.train_index[i], val.test_index[i]]), np.sort(train[i]))
+        assert np.intersect1d(np.r_[val.train_index[i], val.test_index[i]], test[i]).size == 0
+        assert val.test_index[i].size == round(uci.VALIDATION_FRACTION * 90)
+    again = uci.validation_data(data, seed=0)
+    np.testing.assert_array_equal(again.test_index[0], val.test_index[0])  # reproducible
+    assert not np.array_equal(np.sort(val.test_index[0]), np.sort(val.test_index[1] - 10))  # a draw per split
+
+
+def test_variants_and_the_validated_choice(uci):
+    base = uci.method_options("nuts", 455, 13, 50)
+    assert uci.apply_variant(base, "2x50")["architecture"] == "13-50-50-1"
+    assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
+    assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
+    assert uci.apply_variant(base, "base") == base
+    with pytest.raises(ValueError, match="NUTS setting"):
+        uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
+    rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
+                                     "test_ll": ll, "seconds": 1.0, "coverage_95": 0.9}  # fmt: skip
+    records = [rec("nuts[base]", s, -1.0) for s in (0, 1)] + [rec("nuts[2x50]", s, -0.5) for s in (0, 1)]
+    records += [rec("nuts[student_t]", 0, 0.0)]  # best, but on fewer splits: not eligible
+    doc = {"records": records, "results": uci.aggregate(records), "runs": []}
+    assert [r["method"] for r in doc["results"]] == ["nuts[base]", "nuts[student_t]", "nuts[2x50]"]
+    assert uci.chosen_variants(doc) == {("energy", "nuts"): "2x50"}
+    table = uci.validation_markdown(doc)
+    assert "| energy | nuts[2x50] | 2 |" in table and table.count("**chosen**") == 1
+
+
+def test_validated_choices_match_the_committed_validation(uci):
+    """NUTS_VARIANT and NUTS_2X50 are what results/uci_validation.json chose, not picked by hand."""
+    import json
+
+    path = uci.RESULTS / "uci_validation.json"
+    if not path.is_file():
+        pytest.skip(f"no validation results at {path}")
+    doc = json.loads(path.read_text())
+    overall, one_layer = uci.chosen_variants(doc), uci.chosen_variants(doc, without="2x50")
+    nuts_sets = {d for d, m in overall if m == "nuts"}
+    assert {d: v for (d, m), v in one_layer.items() if m == "nuts" and v != "base"} == uci.NUTS_VARIANT
+    assert {d: v for (d, m), v in overall.items() if m == "nuts" and "2x50" in v.split("+")} == uci.NUTS_2X50
+    assert set(uci.NUTS_VARIANT) | set(uci.NUTS_2X50) <= nuts_sets
+    for name in uci.NUTS_2X50:
+        n, p, h = uci.SIZES[name]
+        assert uci.method_runs("nuts_2x50", name)
+        assert uci.method_options("nuts_2x50", n, p, h, dataset=name)["architecture"] == f"{p}-{h}-{h}-1"
+    for name in set(uci.DATASETS) - set(uci.NUTS_2X50):
+        assert not uci.method_runs("nuts_2x50", name) and uci.method_runs("nuts", name)
+
+
+def test_validate_cells_label_variants_on_the_base_settings(uci, tmp_path):
+    """--validate plans one cell per (split, variant) on the base settings; a plain run plans the chosen ones."""
+    _toy_uci(tmp_path, name="wine-quality-red", n_splits=3)
+    root = tmp_path / "data" / "uci"
+    args = uci.parse_args(["--validate", "--methods", "nuts", "--variants", "base,student_t,2x50+map_long"])
+    cells = uci.cells_for(args, root, ["wine-quality-red"], ["nuts"])
+    assert sorted((c[1], c[2]) for c in cells) == sorted(
+        (s, f"nuts[{v}]") for s in range(uci.VALIDATION_SPLITS) for v in ("base", "student_t", "2x50+map_long")
+    )
+    opts = {c[2]: c[3] for c in cells if c[1] == 0}
+    assert "likelihood" not in opts["nuts[base]"] and opts["nuts[student_t]"]["likelihood"] == "student_t"
+    assert (
+        opts["nuts[2x50+map_long]"]["architecture"] == "2-4-4-1"
+        and opts["nuts[2x50+map_long]"]["map"].num_steps == 4000
+    )
+    plain = uci.cells_for(uci.parse_args(["--splits", "1"]), root, ["wine-quality-red"], list(uci.METHODS))
+    chosen = uci.NUTS_VARIANT.get("wine-quality-red", "base")
+    (nuts,) = [c for c in plain if c[2] == "nuts"]
+    assert nuts[3] == uci.apply_variant(uci.method_options("nuts", 40, 2, 4), chosen)
+    assert {c[2] for c in plain} == {m for m in uci.METHODS if uci.method_runs(m, "wine-quality-red")}
+    with pytest.raises(ValueError, match="unknown variant"):
+        uci.cells_for(uci.parse_args(["--validate", "--variants", "base,bogus"]), root, ["wine-quality-red"], ["nuts"])
