@@ -11,9 +11,13 @@ Groups (``--group NAME``, repeatable):
   recommended features; test R^2 log / xsec and relative errors, wall seconds.
 - ``fit``: :func:`sigmabnn.workflows.nlo.train_process` (the library path, ``api.fit``) with
   the overrides of each case (likelihood, Student-t degrees of freedom, network, MAP steps,
-  chains, draws, tree depth); test metrics of the calibration report, coverage, wall time.
+  chains, draws, tree depth, seed); test metrics of the calibration report, coverage, wall time,
+  and the validation split's metrics (settings such as the degrees of freedom are chosen on
+  validation; the issue's targets are on test). Cases ``<base>_seed<k>`` repeat ``<base>``
+  (seed 0) with seed ``k``.
 
-- ``table``: print the tables (``hetero``: the heteroscedastic Student-t table alone); ``docs``:
+- ``table``: print the tables (``hetero``: the heteroscedastic Student-t table alone; ``seeds``:
+  the seed-to-seed spread, min / median / max per metric over a case's seeds); ``docs``:
   write them (and the targets table of ``results/thesis_nlo.md``) into the generated blocks of ``docs/nlo_research.md``.
 
 Usage: ``python benchmarks/nlo_levers.py --group map [--case NAME ...]``.
