@@ -11,9 +11,13 @@ Groups (``--group NAME``, repeatable):
   recommended features; test R^2 log / xsec and relative errors, wall seconds.
 - ``fit``: :func:`sigmabnn.workflows.nlo.train_process` (the library path, ``api.fit``) with
   the overrides of each case (likelihood, Student-t degrees of freedom, network, MAP steps,
-  chains, draws, tree depth); test metrics of the calibration report, coverage, wall time.
+  chains, draws, tree depth, seed); test metrics of the calibration report, coverage, wall time,
+  and the validation split's metrics (settings such as the degrees of freedom are chosen on
+  validation; the issue's targets are on test). Cases ``<base>_seed<k>`` repeat ``<base>``
+  (seed 0) with seed ``k``.
 
-- ``table``: print the tables (``hetero``: the heteroscedastic Student-t table alone); ``docs``:
+- ``table``: print the tables (``hetero``: the heteroscedastic Student-t table alone; ``seeds``:
+  the seed-to-seed spread, min / median / max per metric over a case's seeds); ``docs``:
   write them (and the targets table of ``results/thesis_nlo.md``) into the generated blocks of ``docs/nlo_research.md``.
 
 Usage: ``python benchmarks/nlo_levers.py --group map [--case NAME ...]``.
@@ -79,13 +83,35 @@ FIT_CASES: dict[str, dict[str, Any]] = {
         "num_samples": 250,
     },
 }
-"""Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group."""
+"""Overrides of :func:`sigmabnn.workflows.nlo.recommended_config` per case of the ``fit`` group
+(``seed``: the run's seed, default 0)."""
+
+_FULL = FIT_CASES["hetero_student_t_df3_map_steps16000_chees"]
+for _df in (2.5, 2.2):
+    FIT_CASES[f"hetero_student_t_df{_df:g}_map_steps16000_chees"] = _FULL | {"noise_df": _df}
+for _df in (3.0, 2.5, 2.2):
+    for _seed in (1, 2):
+        FIT_CASES[f"hetero_student_t_df{_df:g}_map_steps16000_chees_seed{_seed}"] = _FULL | {
+            "noise_df": _df,
+            "seed": _seed,
+        }
+FIT_CASES["hetero_student_t_df3_map_steps16000_chees_seed0"] = _FULL | {"seed": 0}
+SEED_SUFFIX = "_seed"
+"""Cases named ``<base>_seed<k>`` repeat case ``<base>`` (seed 0) with seed ``k`` (``_seed0``: a rerun
+of seed 0 that adds the validation metrics to a record made before they were kept; the seeds table
+uses it in place of ``<base>``'s record)."""
 
 
 def save(group: str, case: str, record: dict[str, Any]) -> None:
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"benchmark": "nlo_levers"}
-    data.setdefault(group, {})[case] = record
-    write_json(RESULTS, data)
+    """Merge ``record`` into the results file (locked, so that runs in parallel processes do not lose records)."""
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "sigmabnn_nlo_levers.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"benchmark": "nlo_levers"}
+        data.setdefault(group, {})[case] = record
+        write_json(RESULTS, data)
     print(f"[saved {group}/{case}]", flush=True)
 
 
@@ -156,6 +182,11 @@ def r2_xsec_loss(fitted: Any, rows: Any, target: str, top: int = 8) -> dict[str,
     return out
 
 
+def _cov(m: dict[str, float]) -> str:
+    """``"c1/c2/c3"``: coverage (percent) of the 1 / 2 / 3 sigma intervals in a metrics dict."""
+    return "/".join(f"{m[f'cov_{k}sigma_pct']:.1f}" for k in (1, 2, 3))
+
+
 def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
     from sigmabnn.datasets import load_ewino
 
@@ -164,15 +195,19 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
         if cases and name not in cases:
             continue
         overrides = overrides | extra
+        seed = overrides.pop("seed", 0)
         before = stamp()
         t0 = time.perf_counter()
-        out = nlo.train_process(0, PROCESS, data=data, progress=False, **overrides)
+        out = nlo.train_process(seed, PROCESS, data=data, progress=False, **overrides)
         wall = time.perf_counter() - t0
         sampler = out.report["sampler"]
+        val = data[(data["split"] == "val") & data[out.config.target].notna() & (data[out.config.target] > 0)]
         rec = {
             "overrides": overrides,
+            "seed": seed,
             "config": out.config._asdict(),
             "metrics_test": out.metrics,
+            "metrics_val": nlo.score_split(out.fitted, val, out.config.target),
             "timings": out.report["timings"],
             "noise_std_log10": out.report["noise_std"],
             "networks": out.fitted.num_networks,
@@ -197,7 +232,8 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
         print(
             f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
             f"cov {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} "
-            f"z {m['z_std']:.2f} fit {out.report['timings']['fit_seconds']:.0f}s",
+            f"z {m['z_std']:.2f} fit {out.report['timings']['fit_seconds']:.0f}s "
+            f"val cov {_cov(rec['metrics_val'])}",
             flush=True,
         )
         key = name + "".join(f"_{k}{v}" for k, v in sorted(extra.items()))
@@ -222,19 +258,87 @@ def table() -> str:
         "",
     ]
     lines += [
-        "| case | R2 log | R2 xsec | median % | cov 1s/2s/3s % | z std | noise std (log10) | networks "
-        "| R-hat | fit s | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | R2 log | R2 xsec | median % | cov 1s/2s/3s % | val cov 1s/2s/3s % | z std | noise std (log10) "
+        "| networks | R-hat | fit s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in data.get("fit", {}).items():
+        if _seed_of(name)[1] >= 0:
+            continue
         m, sm = r["metrics_test"], r["sampler"]
         rhat = sm.get("rhat_predictions")
         lines.append(
             f"| {name} | {m['r2_log']:.4f} | {m['r2_xsec']:.3f} | {m['rel_err_median_pct']:.2f} "
-            f"| {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} | {m['z_std']:.2f} "
+            f"| {_cov(m)} | {_val_cov(r)} | {m['z_std']:.2f} "
             f"| {r['noise_std_log10']:.4f} | {r['networks']} | {'-' if rhat is None else f'{rhat:.2f}'} "
             f"| {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _seed_of(name: str) -> tuple[str, int]:
+    """``(base case, k)`` of a fit case name ``<base>_seed<k>``; ``(name, -1)`` where there is no suffix (seed 0)."""
+    base, sep, k = name.rpartition(SEED_SUFFIX)
+    if sep and k.isdigit():
+        return base, int(k)
+    return name, -1
+
+
+def _val_cov(r: dict[str, Any]) -> str:
+    """Validation-split coverage of a fit record (``-`` for records made before it was kept)."""
+    return _cov(r["metrics_val"]) if "metrics_val" in r else "-"
+
+
+SEED_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("test", "r2_log", "{:.4f}"),
+    ("test", "r2_xsec", "{:.3f}"),
+    ("test", "rel_err_median_pct", "{:.2f}"),
+    ("test", "cov_1sigma_pct", "{:.1f}"),
+    ("test", "cov_2sigma_pct", "{:.1f}"),
+    ("test", "cov_3sigma_pct", "{:.1f}"),
+    ("val", "cov_1sigma_pct", "{:.1f}"),
+    ("val", "cov_2sigma_pct", "{:.1f}"),
+    ("val", "cov_3sigma_pct", "{:.1f}"),
+    ("timings", "fit_seconds", "{:.0f}"),
+)
+"""Columns of the seed table: (record part, key, format)."""
+
+
+def _seed_value(r: dict[str, Any], part: str, key: str) -> float | None:
+    block = r["timings"] if part == "timings" else r.get(f"metrics_{part}")
+    return None if block is None else block[key]
+
+
+def seeds_table() -> str:
+    """Seed-to-seed spread: every fit case run with more than one seed, one row per seed and the
+    min / median / max over its seeds of each metric (test split, validation coverage, fit time)."""
+    import numpy as np
+
+    fits = json.loads(RESULTS.read_text()).get("fit", {})
+    groups: dict[str, dict[int, dict[str, Any]]] = {}
+    for name, r in sorted(fits.items(), key=lambda item: _seed_of(item[0])[1]):  # a _seed0 rerun replaces <base>
+        base, _ = _seed_of(name)
+        groups.setdefault(base, {})[r.get("seed", 0)] = r
+    head = (
+        "| case | seed | R2 log | R2 xsec | median % | cov 1s | cov 2s | cov 3s | val cov 1s | val cov 2s "
+        "| val cov 3s | fit s | load |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for base, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        for seed in sorted(runs):
+            r = runs[seed]
+            cells = []
+            for part, key, fmt in SEED_METRICS:
+                v = _seed_value(r, part, key)
+                cells.append("-" if v is None else fmt.format(v))
+            lines.append(f"| {base} | {seed} | " + " | ".join(cells) + f" | {r['load_average_before'][0]:.1f} |")
+        cells = []
+        for part, key, fmt in SEED_METRICS:
+            vals = [v for v in (_seed_value(r, part, key) for r in runs.values()) if v is not None]
+            cells.append("/".join(fmt.format(f(vals)) for f in (np.min, np.median, np.max)) if vals else "-")
+        lines.append(f"| {base} | **min/median/max** ({len(runs)} seeds) | " + " | ".join(cells) + " | |")
     return "\n".join(lines) + "\n"
 
 
@@ -284,12 +388,14 @@ def hetero_table() -> str:
     data = json.loads(RESULTS.read_text())
     fits = data.get("fit", {})
     lines = [
-        "| case | R2 log | R2 xsec | median % | p90 % | p99 % | cov 1s/2s/3s % | R2 xsec loss in worst 8 / worst 1 % "
-        "| networks | fit s | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | R2 log | R2 xsec | median % | p90 % | p99 % | cov 1s/2s/3s % | val cov 1s/2s/3s % "
+        "| R2 xsec loss in worst 8 / worst 1 % | networks | fit s | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in fits.items():
         if not (name.startswith("hetero") or name.startswith("gaussian")) or "_map_prec" in name:
+            continue
+        if _seed_of(name)[1] >= 0:
             continue
         m = r["metrics_test"]
         loss = r.get("r2_xsec_loss")
@@ -299,14 +405,14 @@ def hetero_table() -> str:
         lines.append(
             f"| {name} | {m['r2_log']:.4f} | {m['r2_xsec']:.3f} | {m['rel_err_median_pct']:.2f} "
             f"| {m['rel_err_p90_pct']:.1f} | {m['rel_err_p99_pct']:.1f} "
-            f"| {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} | {share} "
+            f"| {_cov(m)} | {_val_cov(r)} | {share} "
             f"| {r['networks']} | {r['timings']['fit_seconds']:.0f} | {r['load_average_before'][0]:.1f} |"
         )
     y_test = _test_xsec()
     lines += ["", _heavy_points()]
     for name, r in fits.items():
         loss = r.get("r2_xsec_loss")
-        if loss is None:
+        if loss is None or _seed_of(name)[1] >= 0:
             continue
         lines += [
             "",
@@ -371,6 +477,7 @@ def update_docs() -> None:
     blocks = (
         ("levers", table),
         ("hetero", hetero_table),
+        ("seeds", seeds_table),
         ("thesis-targets", thesis_targets),
         ("thesis-runs", thesis_runs),
     )
@@ -409,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
             print(table(), end="")
         elif g == "hetero":
             print(hetero_table(), end="")
+        elif g == "seeds":
+            print(seeds_table(), end="")
         elif g == "docs":
             update_docs()
         else:

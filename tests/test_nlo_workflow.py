@@ -161,6 +161,6 @@ def test_config_describes_itself_from_its_fields():
     text = nlo.recommended_config("1000022,1000022").describe()
     cfg = nlo.recommended_config("1000022,1000022")
     assert cfg.architecture in text and f"{cfg.num_chains} chains" in text and f"{cfg.map_steps:,} Adam" in text
-    assert "ChEES-HMC" in text and "heteroscedastic Student-t noise (df 3" in text
+    assert "ChEES-HMC" in text and f"heteroscedastic Student-t noise (df {cfg.noise_df:g}," in text
     other = nlo.recommended_config("1000022,1000022", method="nuts", likelihood="gaussian").describe()
     assert f"NUTS depth {cfg.max_tree_depth}" in other and "Gaussian noise" in other
