@@ -613,18 +613,13 @@ def merge(paths: list[Path], out_path: Path, repetitions: int = 0, extra_notes: 
         for r in part["records"]:
             r.setdefault("date", None if "runs" in part["machine"] else part["date"])
     first_rep = len(parts) - repetitions if repetitions > 1 else len(parts)
-    newest = {(r["target"], r["sampler"]): min(i, first_rep) for i, part in enumerate(parts) for r in part["records"]}
-    records = [
-        r
-        for i, part in enumerate(parts)
-        for r in part["records"]
-        if newest[(r["target"], r["sampler"])] == min(i, first_rep)
+    group = [min(i, first_rep) for i in range(len(parts))]  # the repetitions share one group
+    newest = {(r["target"], r["sampler"]): group[i] for i, part in enumerate(parts) for r in part["records"]}
+    kept_records = [
+        [r for r in part["records"] if newest[(r["target"], r["sampler"])] == group[i]] for i, part in enumerate(parts)
     ]
+    records = [r for rs in kept_records for r in rs]
     summary = _median_records(records)
-    kept = [
-        sorted({r["target"] for r in part["records"] if newest[(r["target"], r["sampler"])] == min(i, first_rep)})
-        for i, part in enumerate(parts)
-    ]
     # a note is keyed by its text up to the first colon: a later file's note replaces an earlier one's with the
     # same key (an updated setting note), and the earlier merges' "Merged from" notes are restated below
     # a "Records of <targets> were measured ..." note is dropped once a later file replaces those targets' records
@@ -632,7 +627,8 @@ def merge(paths: list[Path], out_path: Path, repetitions: int = 0, extra_notes: 
     for i, part in enumerate(parts):
         for n in part["notes"]:
             stale = n.startswith("Records of ") and any(
-                t in n.split(" were ")[0] and newest.get((t, "sigmabnn"), i) > i for t in {r["target"] for r in records}
+                t in n.split(" were ")[0] and newest.get((t, "sigmabnn"), group[i]) > group[i]
+                for t in {r["target"] for r in records}
             )
             if not n.startswith("Merged from") and not stale:
                 notes.pop(n.split(":")[0], None)
@@ -655,10 +651,9 @@ def merge(paths: list[Path], out_path: Path, repetitions: int = 0, extra_notes: 
                     f"Merged from {len(parts)} result files of this script (one process each, run on the same "
                     "machine; a later file's records replace an earlier one's for the same target and sampler): "
                     + ", ".join(
-                        f"{p.name} (records kept for {', '.join(targets) or 'no target'}; measured "
-                        + ", ".join(sorted({str(r["date"]) for r in records if r in part["records"]}) or ["-"])
-                        + ")"
-                        for p, part, targets in zip(paths, parts, kept)
+                        f"{p.name} (records kept for {', '.join(sorted({r['target'] for r in rs})) or 'no target'}; "
+                        f"measured {', '.join(sorted({str(r['date']) for r in rs})) or '-'})"
+                        for p, rs in zip(paths, kept_records)
                     )
                 ]
             )
