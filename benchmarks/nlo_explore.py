@@ -632,16 +632,15 @@ def threshold_integrals(m: np.ndarray, lum_power: float = 2.0, nodes: int = 240)
 def integrated_proxy(part, lum_power: float = 2.0) -> np.ndarray:
     """``log sum_q w_q int |A_q(s)|^2`` per row of ``part`` (chi1 chi1): the proxy of ``nlo.proxy_features``
     with the Z propagator integrated over s-hat above threshold instead of taken at one ``s_eff``."""
-    m = np.abs(part["m_1000022"].to_numpy())
-    n1, n2, n3, n4 = (part[f"N1000022_{k}"].to_numpy() for k in (1, 2, 3, 4))
-    zs = n3**2 - n4**2
-    i_zz, i_zs, i_ss = threshold_integrals(m, lum_power)
-    tw = (nlo.SIN2_THETA_W / (1.0 - nlo.SIN2_THETA_W)) ** 0.5
-    f = {"uL": 0.5 * n2 + tw / 6 * n1, "dL": -0.5 * n2 + tw / 6 * n1, "uR": 2 * tw / 3 * n1, "dR": -tw / 3 * n1}
-    total = np.zeros_like(m)
+    pdg = 1000022
+    couplings = [f"zs=N{pdg}_3**2-N{pdg}_4**2"] + [f"f_{q}={nlo._squark_coupling(pdg, q)}" for q in nlo._CHIRALITIES]
+    c = add_derived(part, couplings)  # the couplings as the library's features define them
+    zs = c["zs"].to_numpy()
+    i_zz, i_zs, i_ss = threshold_integrals(np.abs(part[f"m_{pdg}"].to_numpy()), lum_power)
+    total = np.zeros_like(zs)
     for q, (cz, msq, weight) in nlo._CHIRALITIES.items():
-        a = cz / (2.0 * (1.0 - nlo.SIN2_THETA_W)) * zs * part[msq].to_numpy() ** 2
-        b = 2.0 * (1.0 if q.endswith("L") else -1.0) * np.square(f[q])
+        a = cz / (2.0 * nlo._CW2) * zs * part[msq].to_numpy() ** 2
+        b = 2.0 * (1.0 if q.endswith("L") else -1.0) * np.square(c[f"f_{q}"].to_numpy())
         total += weight * (a * a * i_zz + 2.0 * a * b * i_zs + b * b * i_ss)
     return np.log(np.maximum(total, 1e-300))
 
