@@ -32,9 +32,48 @@ def test_recommended_features_finite_for_every_process(ewino, process):
 def test_neutralino_pairs_get_couplings_and_proxy_charginos_do_not():
     n1n2 = [parse_derive(s).name for s in nlo.recommended_features("1000022,1000023")]
     assert {"zs", "fq_uL", "fq_dL", "fR", "zfu", "la_uL", "lproxy"} <= set(n1n2)
-    assert n1n2[-1] == "lproxy"
+    assert n1n2[-1] == "lpint"
     c1 = [parse_derive(s).name for s in nlo.recommended_features("1000022,-1000024")]
     assert c1 == ["lam_1000022", "lam_1000024"]
+    assert nlo.recommended_config("1000022,1000023").baseline == ("lpint",)
+    assert nlo.recommended_config("1000022,-1000024").baseline == ()
+
+
+def test_integrated_proxy_matches_an_independent_integration(ewino):
+    """lpint of chi1 chi2: |A_q(s)|^2 with the complex Z propagator, integrated by adaptive quadrature."""
+    from scipy import integrate
+
+    i, j = 1000022, 1000023
+    rows = ewino.iloc[[0, 17, 4242]]
+    out = add_derived(rows, nlo.resonance_features(f"{i},{j}"))
+    tw = np.sqrt(nlo.SIN2_THETA_W / (1 - nlo.SIN2_THETA_W))
+    cw2 = 1 - nlo.SIN2_THETA_W
+    s2w = nlo.SIN2_THETA_W
+    chir = {  # Z-quark coupling, squark mass column, weight, f_q(n) of the mixing row n
+        "uL": (0.5 - 2 / 3 * s2w, "m_1000002", 2.0, lambda n: n[1] / 2 + tw / 6 * n[0]),
+        "dL": (-0.5 + 1 / 3 * s2w, "m_1000001", 1.0, lambda n: -n[1] / 2 + tw / 6 * n[0]),
+        "uR": (-2 / 3 * s2w, "m_2000002", 2.0, lambda n: 2 / 3 * tw * n[0]),
+        "dR": (1 / 3 * s2w, "m_2000001", 1.0, lambda n: -1 / 3 * tw * n[0]),
+    }
+    for (_, r), got in zip(rows.iterrows(), out["lpint"]):
+        ni = [r[f"N{i}_{k}"] for k in range(1, 5)]
+        nj = [r[f"N{j}_{k}"] for k in range(1, 5)]
+        s0 = (abs(r[f"m_{i}"]) + abs(r[f"m_{j}"])) ** 2
+        zs = ni[2] * nj[2] - ni[3] * nj[3]
+
+        def rate(x, r=r, ni=ni, nj=nj, s0=s0, zs=zs):
+            s = s0 + np.exp(x)
+            total = 0.0
+            for q, (cz, msq, w, f) in chir.items():
+                sign = 1.0 if q.endswith("L") else -1.0
+                amp = cz / (2 * cw2) * zs * r[msq] ** 2 / complex(s - nlo.MZ**2, nlo.MZ * nlo.GAMMA_Z)
+                total += w * abs(amp + 2 * sign * f(ni) * f(nj)) ** 2
+            return total * (1 - s0 / s) ** 1.5 / s * np.exp(x)
+
+        peak = np.log(max(nlo.MZ**2 - s0, 1e-3))
+        edges = sorted({np.log(1e-9), peak, np.log(nlo.RESONANCE_SPAN)})
+        value = sum(integrate.quad(rate, a, b, limit=400, epsrel=1e-10)[0] for a, b in zip(edges[:-1], edges[1:]))
+        np.testing.assert_allclose(got, np.log(value), atol=1e-6)
 
 
 def test_couplings_match_their_definitions(ewino):
@@ -97,7 +136,8 @@ def test_recommended_config_fields_and_overrides():
     assert cfg.features == THESIS_FEATURES
     assert cfg.target == "nlo_1000022_1000022"
     widths = [int(w) for w in cfg.architecture.split("-")]
-    assert widths[0] == len(cfg.features) + len(cfg.derive) and widths[-1] == 1
+    assert widths[0] == len(cfg.features) + cfg.num_derived_inputs and widths[-1] == 1
+    assert cfg.num_derived_inputs == len([d for d in cfg.derive if not d.startswith("_")]) < len(cfg.derive)
     assert tuple(widths[1:-1]) == cfg.hidden
     assert nlo.recommended_config("n1 n1", num_chains=3).num_chains == 3
     with pytest.raises(ValueError, match="unknown NLOConfig field"):

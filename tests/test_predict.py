@@ -205,3 +205,36 @@ def test_bad_inputs():
         predict(f, np.zeros((2, 2)), levels=(0.5, 1.0))
     with pytest.raises(InputError, match="categorical"):
         predict(make_fitted(arch="2-3-2", likelihood=Categorical(2)), np.zeros((2, 2)))
+
+
+def test_target_baseline_shifts_every_log_space_quantity_exactly(tmp_path):
+    from dataclasses import replace
+
+    from sigmabnn.data.transforms import LinearBaseline
+    from sigmabnn.io.model_file import load_model, save_model
+
+    f = make_fitted(log10=True)
+    b0, b1 = 0.7, -0.3
+    tt = f.y_transform
+    shifted = replace(
+        f,
+        y_transform=TargetTransform(
+            tt.log10, tt.standardizer, LinearBaseline(("x1",), np.array([b0]), np.array([[b1]]))
+        ),
+    )
+    x = np.random.default_rng(8).normal(2.0, 3.0, size=(7, 2))
+    offset = b0 + b1 * x[:, 1:2]
+    a, b = predict(f, x).log_space, predict(shifted, x).log_space
+    np.testing.assert_allclose(b.mean, a.mean + offset, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.std, a.std, rtol=1e-12)
+    for level in a.levels:
+        np.testing.assert_allclose(b.lower[level], a.lower[level] + offset, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(b.upper[level], a.upper[level] + offset, rtol=1e-12, atol=1e-12)
+    y = 10.0 ** np.random.default_rng(9).normal(1.0, 0.3, size=7)
+    lpd_a = log_predictive_density(f, x, y)["log"]
+    lpd_b = log_predictive_density(shifted, x, y * 10.0 ** offset[:, 0])["log"]
+    np.testing.assert_allclose(lpd_b, lpd_a, rtol=1e-12)
+    save_model(shifted, tmp_path / "m.model")
+    loaded = load_model(tmp_path / "m.model")
+    np.testing.assert_array_equal(predict(loaded, x).mean, predict(shifted, x).mean)
+    assert loaded.y_transform.baseline.features == ("x1",)

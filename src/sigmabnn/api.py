@@ -192,6 +192,7 @@ def fit(
     dtype: str = "float64",
     progress: bool = True,
     derive: Iterable[Any] = (),
+    baseline: Sequence[str] = (),
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
     **method_options: Any,
@@ -234,6 +235,11 @@ def fit(
         dtype: ``"float64"`` or ``"float32"``.
         progress: progress bars on stderr.
         derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
+            Names starting with one ``_`` are helpers for later expressions, not inputs.
+        baseline: input features of a linear log-space baseline of the target
+            (:class:`~sigmabnn.data.transforms.LinearBaseline`, least squares on the training
+            rows): the network then models ``log10 y - b(x)`` (or ``y - b(x)``), and prediction
+            adds ``b(x)`` back. Empty: no baseline.
         checkpoint: a model path to train into (MCMC: MAP results, streamed draws and the
             resumable state are kept there; an interruption leaves a partial model there and
             raises :class:`~sigmabnn.io.checkpoint.TrainingInterrupted`). The finished model is
@@ -316,18 +322,21 @@ def fit(
         split=list(split), seed=int(seed), num_chains=int(num_chains), num_warmup=num_warmup,
         num_samples=num_samples, learn_noise=bool(learn_noise), noise_precision=noise_precision,
         noise_column=noise_column, dtype=dtype, derive=list(derive), method_options=method_options,
+        **({"baseline": list(baseline)} if baseline else {}),
         **({"likelihood": likelihood_name, "noise_df": noise_df} if likelihood_name != "gaussian" else {}),
     ) if checkpoint is not None else None  # fmt: skip
     df, source = _read(data)
     derived: tuple[tuple[str, str], ...] = ()
     if derive:
-        from sigmabnn.data.features import add_derived, parse_derived
+        from sigmabnn.data.features import add_derived, is_helper, parse_derived
 
         parsed = parse_derived(derive, df.columns)
         df = add_derived(df, parsed)
         derived = tuple((f.name, f.expression) for f in parsed)
+        helpers = [n for n, _ in derived if is_helper(n) and (features is None or n not in features)]
+        df = df.drop(columns=helpers)  # helpers feed later expressions only, never the network
         if features is not None:
-            features = list(features) + [n for n, _ in derived if n not in features]
+            features = list(features) + [n for n, _ in derived if n not in features and n not in helpers]
     prepared = prepare(
         df,
         target,
@@ -340,7 +349,18 @@ def fit(
     )
     train, val = prepared.train, prepared.val
     x_transform = Standardizer.fit(train.x)
-    y_transform = TargetTransform.fit(train.y, log10=log_target)
+    names = list(prepared.feature_names)
+    baseline = tuple(str(b) for b in baseline)
+    unknown = [b for b in baseline if b not in names]
+    if unknown:
+        raise InputError(f"baseline feature {unknown[0]!r} is not an input (inputs: {', '.join(names)})")
+    try:
+        y_transform = TargetTransform.fit(
+            train.y, log10=log_target, baseline_x=train.x[:, [names.index(b) for b in baseline]],
+            baseline_features=baseline,
+        )  # fmt: skip
+    except ValueError as err:
+        raise InputError(str(err)) from None
 
     if method in ENSEMBLE_METHODS:
         if noise_column is not None or noise_precision is not None:
@@ -387,7 +407,7 @@ def fit(
             noise = log_std / y_transform.scale[0]
         return Data(
             x=x_transform.forward(split_.x, dtype=dtype),
-            y=y_transform.forward(split_.y, dtype=dtype)[:, None],
+            y=y_transform.forward(split_.y, dtype=dtype, offset=y_transform.offset(split_.x, names))[:, None],
             noise_std=None if noise is None else noise.astype(dtype),
         )
 
@@ -400,6 +420,7 @@ def fit(
         "architecture": mlp.describe(),
         "activation": activation,
         "log_target": bool(log_target),
+        **({"baseline": list(baseline)} if baseline else {}),
         "seed": int(seed),
         "dtype": dtype,
         "prior_precision": 1.0,

@@ -339,7 +339,7 @@ def _chunk_fn(
 
     def run(model, z, noise_std, key, start, y_log):
         mu, var = _per_draw(bnn, model.params, model.noise_precision, z, noise_std)
-        mu = mu * model.y_scale + model.y_mean  # log space
+        mu = mu * model.y_scale + model.y_mean + model.offset_b + z.astype(jnp.float64) @ model.offset_w  # log space
         var = var * jnp.square(model.y_scale)
         t_nets = mu.shape[0]
         out = {"log": _moments(mu, var, want_cov)}
@@ -386,12 +386,16 @@ class _DeviceModel(NamedTuple):
         params: the networks' parameter pytree, leading axis ``[T]``, model dtype.
         noise_precision: ``[T]`` each draw's noise precision, model dtype.
         y_mean, y_scale: ``[t]`` float64, the target standardisation (model -> log space).
+        offset_b, offset_w: ``[t]`` and ``[p, t]`` float64, the target's baseline at standardised
+            inputs ``z``: ``offset_b + z @ offset_w`` (zeros without a baseline).
     """
 
     params: Any
     noise_precision: Array
     y_mean: Array
     y_scale: Array
+    offset_b: Array
+    offset_w: Array
 
 
 #: Device copies of a model's arrays, made once per model object (a FittedModel is immutable).
@@ -419,11 +423,13 @@ def _device_model(fitted: FittedModel) -> _DeviceModel:
     dtype = fitted.bnn.jdtype
     t = d.num_networks
     pos = jnp.asarray(np.asarray(d.positions).reshape(t, -1), dtype=dtype)
+    offset = fitted.y_transform.standardized_offset(fitted.x_transform, fitted.feature_names)
     model = _DeviceModel(
         params=_unflatten_all(fitted.bnn)(pos),
         noise_precision=jnp.asarray(np.asarray(d.hyper.noise_precision).reshape(t), dtype=dtype),
         y_mean=jnp.asarray(fitted.y_transform.mean, jnp.float64),
         y_scale=jnp.asarray(fitted.y_transform.scale, jnp.float64),
+        **dict(zip(("offset_b", "offset_w"), map(jnp.asarray, offset))),
     )
     model = jax.block_until_ready(model)
     _DEVICE_MODELS[fitted] = model
@@ -618,7 +624,7 @@ def log_predictive_density(
         raise DataError(f"targets must have {fitted.target_dim} columns, got {y.shape[1]}")
     if fitted.log_target and np.any(~(y > 0)):
         raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
-    y_model = fitted.y_transform.forward(y)
+    y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
     t_nets = fitted.num_networks
     c = _effective_chunk(n, chunk_size, max(t_nets * max(fitted.bnn.mlp.widths), 6 * t_nets * fitted.target_dim))
     fn = _lpd_fn(fitted.bnn)

@@ -276,3 +276,7 @@ def test_process_bad_argument_exit_code(tmp_path: Path) -> None:
     result = _cli("predict", "m.sbnn", "x.csv", "-o", "-", "--level", "1.5")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "1.5" in result.stderr
+
+
+def test_baseline_feature_must_be_an_input(capsys, tmp_path: Path) -> None:
+    assert_train_fails(capsys, tmp_path, table(), ["--baseline", "nope"], "'nope'", "not an input")

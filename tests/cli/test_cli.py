@@ -280,3 +280,27 @@ def test_train_with_chees_and_diagnose(workdir: Path, capsys) -> None:
     assert main(["diagnose", str(out), "--json"]) in (0, 1)  # 1: warnings (R-hat of so short a run)
     summary = json.loads(capsys.readouterr().out)
     assert "predictions" in summary and summary["predictions"]["max_rhat"] > 0
+
+
+def test_train_with_helper_feature_and_baseline(workdir: Path, tmp_path: Path, capsys) -> None:
+    from sigmabnn.io.model_file import load_model
+
+    out = tmp_path / "base.sbnn"
+    argv = ["train", str(workdir / "train.csv"), "--target", "y", "--log-target", "--features", "a",
+            "--derive", "_h=b*2", "--derive", "hb=_h+1", "--baseline", "hb", *TINY]  # fmt: skip
+    assert main([*argv, "--arch", "2-8-1", "-q", "--out", str(out)]) == 0
+    fitted = load_model(out)
+    assert fitted.feature_names == ("a", "hb")  # the helper feeds hb but is not an input
+    # log10 y = (0.5 sin a + b) / ln 10 + noise: the line in hb = 2 b + 1 has slope 1 / (2 ln 10); the
+    # sin a term acts as noise of std ~0.15 on ~96 training rows, a standard error of ~11 % (3 of them allowed)
+    np.testing.assert_allclose(fitted.y_transform.baseline.coef[0, 0], 1.0 / (2.0 * np.log(10.0)), rtol=0.35)
+    test = pd.read_csv(workdir / "test.csv")
+    pred = tmp_path / "pred.csv"
+    assert main(["predict", str(out), str(workdir / "test.csv"), "-o", str(pred)]) == 0
+    mean = pd.read_csv(pred)["mean"].to_numpy()
+    r2 = 1.0 - np.sum((np.log10(mean) - np.log10(test.clean)) ** 2) / np.sum(
+        (np.log10(test.clean) - np.log10(test.clean).mean()) ** 2
+    )
+    assert r2 > 0.95
+    assert main(["info", str(out)]) == 0
+    assert "*hb (log space" in capsys.readouterr().out

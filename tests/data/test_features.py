@@ -209,3 +209,21 @@ def test_required_columns_expands_derived_names():
     got = required_columns(["b", "N1000022_4", "m_1000022", "c"], derived)
     assert got == ["m_1000022", "m_1000023", "N1000022_3", "N1000022_4", "nlo_1000022_-1000024"]
     assert required_columns(["x"], []) == ["x"]
+
+
+def test_threshold_integral_is_callable_with_six_arguments():
+    from sigmabnn.data.special import threshold_integral
+
+    df = pd.DataFrame({"m1": [60.0, 300.0], "m2": [70.0, 400.0]})
+    out = add_derived(df, ["i0=thrint(abs(m1)+abs(m2),91.1876,2.4952,2,0,1e8)"])
+    np.testing.assert_array_equal(out["i0"], threshold_integral(df.m1 + df.m2, 91.1876, 2.4952, 2, 0, 1e8))
+    with pytest.raises(InputError, match=r"thrint\(\) takes 6 arguments, got 2"):
+        parse_derive("i0=thrint(m1,m2)")
+
+
+def test_helper_names_are_defined_but_marked():
+    from sigmabnn.data.features import is_helper
+
+    out = add_derived(pd.DataFrame({"a": [1.0, 2.0]}), ["_h=a*2", "b=_h+1"])
+    np.testing.assert_array_equal(out["b"], [3.0, 5.0])
+    assert is_helper("_h") and not is_helper("b") and not is_helper("__h")

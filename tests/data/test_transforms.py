@@ -91,3 +91,40 @@ def test_target_transform_linear():
     assert not t.log10
     np.testing.assert_allclose(t.forward(y), (y - 2.5) / np.std(y))
     np.testing.assert_allclose(t.inverse(t.forward(y)), y)
+
+
+def test_linear_baseline_fits_exactly_and_round_trips():
+    from sigmabnn.data.transforms import LinearBaseline
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 2))
+    u = 1.5 + x @ np.array([2.0, -0.5]) + 1e-3 * rng.normal(size=50)
+    tt = TargetTransform.fit(10.0**u, log10=True, baseline_x=x, baseline_features=("p", "q"))
+    np.testing.assert_allclose(tt.baseline.coef[:, 0], [2.0, -0.5], atol=1e-3)
+    np.testing.assert_allclose(tt.baseline.intercept, [1.5], atol=1e-3)
+    assert tt.scale[0] < 2e-3  # the standardisation is the residual's
+    full = np.column_stack([x[:, 1], rng.normal(size=50), x[:, 0]])  # inputs in another order
+    offset = tt.offset(full, ("q", "r", "p"))
+    z = tt.forward(10.0**u, offset=offset)
+    np.testing.assert_allclose(tt.inverse(z, offset=offset), 10.0**u, rtol=1e-12)
+    back = TargetTransform.from_json(tt.to_json())
+    np.testing.assert_array_equal(back.baseline.coef, tt.baseline.coef)
+    np.testing.assert_array_equal(back.forward(10.0**u, offset=offset), z)
+    with pytest.raises(ValueError, match="pass its offset"):
+        tt.forward(10.0**u)
+    with pytest.raises(ValueError, match="not one of the model's inputs"):
+        tt.offset(full, ("q", "r", "s"))
+    with pytest.raises(ValueError, match="collinear"):
+        LinearBaseline.fit(np.ones((10, 1)), np.arange(10.0), ("c",))
+    # standardised form: b0 + z @ w equals the baseline at the raw inputs
+    xs = Standardizer.fit(full)
+    b0, w = tt.standardized_offset(xs, ("q", "r", "p"))
+    np.testing.assert_allclose(b0 + xs.forward(full) @ w, offset, rtol=1e-12, atol=1e-12)
+
+
+def test_target_transform_without_baseline_keeps_its_json():
+    tt = TargetTransform.fit(np.array([1.0, 10.0, 100.0]), log10=True)
+    assert set(tt.to_json()) == {"log10", "mean", "std"}
+    assert TargetTransform.from_json(tt.to_json()).baseline is None
+    with pytest.raises(ValueError, match="baseline"):
+        TargetTransform.from_json(tt.to_json() | {"baseline": {"features": ["a"], "intercept": [0.0]}})

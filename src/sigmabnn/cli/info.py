@@ -26,6 +26,7 @@ def describe(fitted: Any) -> dict[str, Any]:
         "features": list(fitted.feature_names),
         "derived": fitted.derived,
         "log_target": bool(getattr(fitted.y_transform, "log10", False)),
+        "baseline": None if fitted.y_transform.baseline is None else fitted.y_transform.baseline.to_json(),
         "architecture": bnn.mlp.describe(),
         "activations": list(bnn.mlp.activations),
         "likelihood": bnn.likelihood.name,
@@ -62,6 +63,15 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
     if info["derived"]:
         rows.append(("derived", "; ".join(f"{name}={expr}" for name, expr in info["derived"])))
+    base = info.get("baseline")
+    if base:
+        terms = " + ".join(f"{common.format_value(c[0])}*{f}" for f, c in zip(base["features"], base["coef"]))
+        rows.append(
+            (
+                "baseline",
+                f"{common.format_value(base['intercept'][0])} + {terms} (log space; the network models the rest)",
+            )
+        )
     rows += [
         (
             "network",

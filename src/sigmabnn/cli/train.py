@@ -76,7 +76,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         type=common.derive_expression,
         metavar="NAME=EXPR",
-        help="add a derived input column, e.g. 'msum=m1+m2' (repeatable; stored in the model file)",
+        help="add a derived input column, e.g. 'msum=m1+m2' (repeatable; stored in the model file; "
+        "a name starting with _ is a helper for later expressions, not an input)",
+    )
+    p.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="FEATURE",
+        help="input feature of a linear log-space baseline of the target, fitted by least squares on the "
+        "training rows; the network models the residual and prediction adds it back (repeatable)",
     )
     net = p.add_argument_group("network")
     net.add_argument(
@@ -143,6 +152,7 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "progress": not args.quiet,
         "learn_noise": args.fixed_noise is None,
         "derive": tuple(args.derive),
+        "baseline": tuple(args.baseline),
     }
     optional = {
         "features": args.features,
@@ -211,6 +221,8 @@ def resume_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         given.pop("learn_noise")
     if not args.derive:
         given.pop("derive")
+    if not args.baseline:
+        given.pop("baseline")
     if args.target is not None:
         given["target"] = args.target
     return given

@@ -13,7 +13,13 @@ checked node by node against an allow-list; nothing is ever passed to ``eval``):
   (```nlo_1000022_-1000024```);
 - operators: ``+ - * / **``, unary ``-`` and ``+``, parentheses;
 - functions: ``log`` (natural), ``log10``, ``exp``, ``sqrt``, ``abs`` (one
-  argument), ``min``, ``max`` (two arguments, element-wise).
+  argument), ``min``, ``max`` (two arguments, element-wise), and
+  ``thrint(a, M, W, p, k, span)`` (six arguments): the threshold integral of a
+  resonance, :func:`sigmabnn.data.special.threshold_integral`.
+
+Names starting with one underscore (``_zz=...``) are *helpers*: later expressions
+may use them, but :func:`sigmabnn.api.fit` does not make them network inputs
+(:func:`is_helper`).
 
 Everything else is rejected with a one-line :class:`~sigmabnn.errors.InputError`
 that names the construct: attribute access, subscripts, lambdas,
@@ -44,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from sigmabnn.data.special import threshold_integral
 from sigmabnn.errors import DataError, InputError
 
 MAX_LENGTH = 500
@@ -64,7 +71,15 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "min": np.minimum,
     "max": np.maximum,
 }
-FUNCTIONS: tuple[str, ...] = tuple(sorted(_UNARY) + sorted(_BINARY))
+_NARY: dict[str, tuple[Callable[..., np.ndarray], int]] = {
+    "thrint": (threshold_integral, 6),
+}
+_ARITY: dict[str, int] = {
+    **dict.fromkeys(_UNARY, 1),
+    **dict.fromkeys(_BINARY, 2),
+    **{k: v[1] for k, v in _NARY.items()},
+}
+FUNCTIONS: tuple[str, ...] = tuple(sorted(_UNARY) + sorted(_BINARY) + sorted(_NARY))
 """Names of the functions an expression may call."""
 
 _BINOPS: dict[type, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -114,6 +129,11 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _BACKQUOTE_RE = re.compile(r"`([^`]*)`")
 _PLACEHOLDER = "_bq{}_"
 _PLACEHOLDER_RE = re.compile(r"_bq\d+_")
+
+
+def is_helper(name: str) -> bool:
+    """Whether a derived feature is a helper (its name starts with one ``_``): not a network input."""
+    return name.startswith("_") and not name.startswith("__")
 
 
 def _check_name(name: str, what: str) -> None:
@@ -190,7 +210,7 @@ class _Validator:
                 raise self.fail(f"unknown function {func.id!r} (allowed: {', '.join(FUNCTIONS)})")
             if node.keywords:
                 raise self.fail(f"keyword arguments are not allowed in {func.id}()")
-            arity = 1 if func.id in _UNARY else 2
+            arity = _ARITY[func.id]
             if len(node.args) != arity:
                 raise self.fail(f"{func.id}() takes {arity} argument{'s' if arity > 1 else ''}, got {len(node.args)}")
             for arg in node.args:
@@ -257,7 +277,11 @@ def _evaluate(node: ast.AST, env: Mapping[str, np.ndarray], placeholders: Mappin
     if isinstance(node, ast.Call):
         args = [_evaluate(a, env, placeholders) for a in node.args]
         name = node.func.id  # type: ignore[attr-defined]
-        return _UNARY[name](args[0]) if name in _UNARY else _BINARY[name](args[0], args[1])
+        if name in _UNARY:
+            return _UNARY[name](args[0])
+        if name in _BINARY:
+            return _BINARY[name](args[0], args[1])
+        return _NARY[name][0](*args)
     raise AssertionError(f"unvalidated node {type(node).__name__}")  # unreachable after _compile
 
 

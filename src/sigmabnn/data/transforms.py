@@ -7,8 +7,16 @@ Spaces of the target, as used throughout sigmabnn:
 
 - *original* space: the target column as given (e.g. a cross section in pb);
 - *log space*: ``log10(y)`` for a log target, else the original space;
-- *model* space: the log-space target standardised with the training mean and
-  std; the network and its likelihood live here.
+- *model* space: the log-space target, minus an optional baseline, standardised
+  with the training mean and std; the network and its likelihood live here.
+
+The optional *baseline* (:class:`LinearBaseline`) is a linear function of named
+input features, ``b(x) = c_0 + sum_k c_k x_k``, least-squares fitted to the
+log-space target on the training rows. With it the network models the residual
+``log10 y - b(x)`` (standardised): where one feature already explains most of
+the target (a physics proxy of a cross section), the network only has to learn
+the corrections. Prediction adds ``b(x)`` back exactly, so every predictive
+quantity in log space is shifted by it and nothing else changes.
 
 Arrays are NumPy (JAX arrays are accepted and converted); every method takes
 an explicit ``dtype`` (default float64) for its output.
@@ -21,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_STD", "Standardizer", "TargetTransform"]
+__all__ = ["MIN_STD", "LinearBaseline", "Standardizer", "TargetTransform"]
 
 #: A column whose training std is below this is treated as constant (its std is set to 1).
 MIN_STD = 1e-8
@@ -104,25 +112,135 @@ class Standardizer:
 
 
 @dataclass(frozen=True, eq=False)
+class LinearBaseline:
+    """A log-space baseline ``b(x) = intercept + x[:, features] @ coef`` of raw input features.
+
+    Attributes:
+        features: the input feature names it reads (a subset of the model's inputs).
+        intercept: ``[t]`` float64.
+        coef: ``[k, t]`` float64, one row per feature (raw, unstandardised units).
+    """
+
+    features: tuple[str, ...]
+    intercept: np.ndarray
+    coef: np.ndarray
+
+    @classmethod
+    def fit(cls, x: Any, u: Any, features: tuple[str, ...] | list[str]) -> LinearBaseline:
+        """Ordinary least squares of the log-space target ``u`` ``[n]``/``[n, t]`` on ``x`` ``[n, k]``."""
+        x = _matrix(x, np.float64)
+        u = _matrix(u, np.float64)
+        if x.shape[1] != len(features) or x.shape[0] != u.shape[0] or x.shape[0] <= x.shape[1]:
+            raise ValueError(f"a baseline on {len(features)} features needs more than {len(features)} rows")
+        design = np.column_stack([np.ones(x.shape[0]), x])
+        sol, _, rank, _ = np.linalg.lstsq(design, u, rcond=None)
+        if rank < design.shape[1]:
+            raise ValueError(
+                f"the baseline features {', '.join(features)} are constant or collinear on the training rows"
+            )
+        return cls(features=tuple(features), intercept=sol[0], coef=sol[1:])
+
+    def __call__(self, x: Any) -> np.ndarray:
+        """``[n, t]`` float64 baseline at ``x`` ``[n, k]`` (the :attr:`features` columns, raw)."""
+        return _matrix(x, np.float64) @ self.coef + self.intercept
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "intercept": [float(v) for v in self.intercept],
+            "coef": [[float(v) for v in row] for row in self.coef],
+        }
+
+    @classmethod
+    def from_json(cls, d: Any) -> LinearBaseline:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` on a malformed mapping."""
+        if not isinstance(d, dict) or set(d) != {"features", "intercept", "coef"}:
+            raise ValueError("a baseline needs exactly the fields 'features', 'intercept' and 'coef'")
+        names = d["features"]
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError("baseline features must be a non-empty list of names")
+        intercept = _vector(d["intercept"], "baseline intercept")
+        try:
+            coef = np.asarray(d["coef"], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("baseline coef must be a [features][targets] list of numbers") from None
+        if coef.shape != (len(names), intercept.size) or not np.all(np.isfinite(coef)):
+            raise ValueError("baseline coef must be a [features][targets] list of finite numbers")
+        return cls(features=tuple(names), intercept=intercept, coef=coef)
+
+
+@dataclass(frozen=True, eq=False)
 class TargetTransform:
-    """Original target -> model space: optional ``log10``, then standardisation.
+    """Original target -> model space: optional ``log10``, minus an optional baseline, then standardisation.
 
     Attributes:
         log10: whether the target is modelled as ``log10(y)`` (needs ``y > 0``).
         standardizer: standardisation of the log-space target (one column per
-            target), fitted on the training rows.
+            target), less the baseline if there is one, fitted on the training rows.
+        baseline: the :class:`LinearBaseline` subtracted in log space, or ``None``.
+            Methods that map between log and model space then take its value at the
+            rows' inputs, ``offset`` ``[n, t]`` (:meth:`offset`).
     """
 
     log10: bool
     standardizer: Standardizer
+    baseline: LinearBaseline | None = None
 
     @classmethod
-    def fit(cls, y: Any, log10: bool = False) -> TargetTransform:
-        """Fit on training targets ``y`` ``[n]`` or ``[n, t]`` (original space)."""
+    def fit(
+        cls,
+        y: Any,
+        log10: bool = False,
+        baseline_x: Any = None,
+        baseline_features: tuple[str, ...] | list[str] = (),
+    ) -> TargetTransform:
+        """Fit on training targets ``y`` ``[n]`` or ``[n, t]`` (original space).
+
+        With ``baseline_features``, ``baseline_x`` ``[n, k]`` holds those raw input columns of the
+        training rows, and a :class:`LinearBaseline` is fitted first (least squares in log space).
+        """
         y = np.asarray(y, dtype=np.float64)
         if log10 and np.any(~(y > 0)):
             raise ValueError(f"log10 target needs positive values; {int(np.sum(~(y > 0)))} are not")
-        return cls(log10=bool(log10), standardizer=Standardizer.fit(np.log10(y) if log10 else y))
+        u = np.log10(y) if log10 else y
+        baseline = None
+        if baseline_features:
+            baseline = LinearBaseline.fit(baseline_x, u, baseline_features)
+            b = baseline(baseline_x)
+            u = u - (b[:, 0] if u.ndim == 1 else b)
+        return cls(log10=bool(log10), standardizer=Standardizer.fit(u), baseline=baseline)
+
+    def offset(self, x: Any, feature_names: tuple[str, ...] | list[str]) -> np.ndarray | None:
+        """The baseline ``[n, t]`` at the raw input matrix ``x`` ``[n, p]`` with columns ``feature_names``.
+
+        ``None`` without a baseline. Raises ``ValueError`` when a baseline feature is not an input.
+        """
+        if self.baseline is None:
+            return None
+        names = list(feature_names)
+        missing = [f for f in self.baseline.features if f not in names]
+        if missing:
+            raise ValueError(f"baseline feature {missing[0]!r} is not one of the model's inputs")
+        cols = [names.index(f) for f in self.baseline.features]
+        return self.baseline(np.asarray(x, dtype=np.float64)[:, cols])
+
+    def standardized_offset(self, x_transform: Standardizer, feature_names: tuple[str, ...] | list[str]):
+        """``(b0 [t], w [p, t])`` float64 with ``offset = b0 + z @ w`` at standardised inputs ``z`` ``[n, p]``.
+
+        Zeros without a baseline. The baseline is linear in the raw inputs, and so in the standardised ones.
+        """
+        t = self.standardizer.dim
+        b0 = np.zeros(t)
+        w = np.zeros((len(feature_names), t))
+        if self.baseline is None:
+            return b0, w
+        names = list(feature_names)
+        b0 = self.baseline.intercept.copy()
+        for k, f in enumerate(self.baseline.features):
+            j = names.index(f)
+            w[j] += self.baseline.coef[k] * x_transform.std[j]
+            b0 += self.baseline.coef[k] * x_transform.mean[j]
+        return b0, w
 
     @property
     def mean(self) -> np.ndarray:
@@ -144,23 +262,45 @@ class TargetTransform:
         u = np.asarray(u, dtype=np.float64)
         return np.power(10.0, u) if self.log10 else u
 
-    def forward(self, y: Any, dtype: Any = np.float64) -> np.ndarray:
-        """Original ``[n]`` / ``[n, t]`` -> model space, same shape, in ``dtype``."""
-        return self.standardizer.forward(self.to_log_space(y), dtype=dtype)
+    def _shift(self, u: np.ndarray, offset: Any, sign: float) -> np.ndarray:
+        if self.baseline is None:
+            return u
+        if offset is None:
+            raise ValueError("this target transform has a baseline: pass its offset at the rows' inputs")
+        b = np.asarray(offset, dtype=np.float64)
+        return u + sign * (b[:, 0] if u.ndim == 1 and b.ndim == 2 else b)
 
-    def inverse(self, z: Any, dtype: Any = np.float64) -> np.ndarray:
-        """Model-space values or samples (last axis ``t``, or any shape when ``t = 1``) -> original space."""
-        return self.from_log_space(self.standardizer.inverse(z)).astype(dtype)
+    def forward(self, y: Any, dtype: Any = np.float64, offset: Any = None) -> np.ndarray:
+        """Original ``[n]`` / ``[n, t]`` -> model space, same shape, in ``dtype``.
 
-    def inverse_to_log_space(self, z: Any, dtype: Any = np.float64) -> np.ndarray:
-        """Model space -> log space (inverse standardisation only)."""
-        return self.standardizer.inverse(z, dtype=dtype)
+        ``offset``: the baseline ``[n, t]`` at these rows (:meth:`offset`); required with a baseline.
+        """
+        return self.standardizer.forward(self._shift(self.to_log_space(y), offset, -1.0), dtype=dtype)
+
+    def inverse(self, z: Any, dtype: Any = np.float64, offset: Any = None) -> np.ndarray:
+        """Model-space values ``[n]`` / ``[n, t]`` -> original space (``offset`` as in :meth:`forward`)."""
+        return self.from_log_space(self.inverse_to_log_space(z, offset=offset)).astype(dtype)
+
+    def inverse_to_log_space(self, z: Any, dtype: Any = np.float64, offset: Any = None) -> np.ndarray:
+        """Model space -> log space (inverse standardisation, plus the baseline ``offset`` if any)."""
+        return self._shift(self.standardizer.inverse(z), offset, 1.0).astype(dtype)
 
     def to_json(self) -> dict[str, Any]:
-        return {"log10": self.log10, **self.standardizer.to_json()}
+        out: dict[str, Any] = {"log10": self.log10, **self.standardizer.to_json()}
+        if self.baseline is not None:
+            out["baseline"] = self.baseline.to_json()
+        return out
 
     @classmethod
     def from_json(cls, d: Any) -> TargetTransform:
-        if not isinstance(d, dict) or set(d) != {"log10", "mean", "std"} or not isinstance(d["log10"], bool):
-            raise ValueError("a target transform needs the fields 'log10' (bool), 'mean' and 'std'")
-        return cls(log10=d["log10"], standardizer=Standardizer.from_json({"mean": d["mean"], "std": d["std"]}))
+        if (
+            not isinstance(d, dict)
+            or set(d) - {"baseline"} != {"log10", "mean", "std"}
+            or not isinstance(d["log10"], bool)
+        ):
+            raise ValueError("a target transform needs the fields 'log10' (bool), 'mean' and 'std' (and 'baseline')")
+        standardizer = Standardizer.from_json({"mean": d["mean"], "std": d["std"]})
+        baseline = LinearBaseline.from_json(d["baseline"]) if "baseline" in d else None
+        if baseline is not None and baseline.intercept.size != standardizer.dim:
+            raise ValueError("the baseline and the target standardisation have different numbers of targets")
+        return cls(log10=d["log10"], standardizer=standardizer, baseline=baseline)

@@ -791,7 +791,8 @@ def diagnose_model(
                 source = "training report (a known-noise model needs its noise column)"
             else:
                 zall = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
-                log_posterior = _draw_log_posterior(fitted, zall, fitted.y_transform.forward(y))
+                y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
+                log_posterior = _draw_log_posterior(fitted, zall, y_model)
                 source = f"on {n} data rows"
     predictions = _network_means(fitted, z)
     summary = summarize(predictions=predictions, log_posterior=log_posterior)

@@ -539,6 +539,9 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
             raise _fail("the input transform does not match the network's input width")
         if likelihood.output_dim(y_transform.standardizer.dim) != net["widths"][-1]:
             raise _fail("the target transform and likelihood do not match the network's output width")
+        base = y_transform.baseline
+        if base is not None and not set(base.features) <= set(header["features"]):
+            raise _fail("the target's baseline reads features that are not inputs of the model")
         if specs["positions"][0][1] == 0:
             raise _fail(
                 f"{path} is an interrupted training run without draws yet (stopped before sampling); "

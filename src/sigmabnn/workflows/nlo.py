@@ -39,6 +39,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from sigmabnn.data.features import is_helper
 from sigmabnn.map import MAPConfig
 from sigmabnn.model.likelihoods import HeteroscedasticStudentT
 from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process, process_features
@@ -58,6 +59,7 @@ __all__ = [
     "proxy_features",
     "recommended_config",
     "recommended_features",
+    "resonance_features",
     "run_demo",
     "student_t_pit",
     "score_split",
@@ -190,15 +192,57 @@ def proxy_features(
     return out
 
 
+RESONANCE_LUMINOSITY_POWER = 2.0
+"""Exponent ``p`` of the power-law parton luminosity ``s^(-p)`` of :func:`resonance_features`."""
+RESONANCE_SPAN = 1.0e8
+"""Range of s-hat above threshold integrated by :func:`resonance_features` (GeV^2; sqrt about 10 TeV)."""
+
+
+def resonance_features(process: Process | str) -> list[str]:
+    """The amplitude proxy integrated over s-hat above threshold: ``lpint`` (and its helpers).
+
+    ``lpint = log sum_q w_q int ds s^(-p) s beta^3 |A_q(s)|^2`` from threshold ``(|m_i| + |m_j|)^2``,
+    with ``A_q(s) = a_q / (s - m_Z^2 + i m_Z Gamma_Z) + b_q``: the Z term ``a_q = c_q zs' m_sq^2`` and
+    the squark contact term ``b_q = +-2 f_q(i) f_q(j)`` (+ for left-, - for right-handed quarks) of
+    :func:`proxy_features`, ``beta^3`` for a P-wave pair, the luminosity a power law ``s^(-p)``
+    (:data:`RESONANCE_LUMINOSITY_POWER`) up to :data:`RESONANCE_SPAN` above threshold. Expanding
+    ``|A_q|^2`` leaves three integrals of the pair's threshold energy alone (the Z peak, the
+    Z-squark interference, the contact term), ``thrint(..., k)`` for ``k = 0, 1, 2``
+    (:func:`sigmabnn.data.special.threshold_integral`). Unlike the fixed-``s_eff`` proxy this
+    resolves the Z resonance near threshold, where the largest cross sections are
+    (``docs/nlo_research.md``, section 8). Helpers (names starting with ``_``) are not inputs.
+    Processes with a chargino: an empty list.
+    """
+    pair = _neutralino_pair(process)
+    if pair is None:
+        return []
+    i, j = pair
+    zs = f"(N{i}_3*N{j}_3-N{i}_4*N{j}_4)"
+    a = f"abs(m_{i})+abs(m_{j})"
+    out = [
+        f"_rz{k}=thrint({a},{_num(MZ)},{_num(GAMMA_Z)},{_num(RESONANCE_LUMINOSITY_POWER)},{k},{_num(RESONANCE_SPAN)})"
+        for k in range(3)
+    ]
+    terms = []
+    for q, (cz, msq, weight) in _CHIRALITIES.items():
+        sign = 1.0 if q.endswith("L") else -1.0
+        out.append(f"_a_{q}={_num(cz / (2 * _CW2))}*{zs}*{msq}**2")
+        out.append(f"_b_{q}={_num(2.0 * sign)}*{_squark_coupling(i, q)}*{_squark_coupling(j, q)}")
+        terms.append(f"{_num(weight)}*(_a_{q}**2*_rz0+2*_a_{q}*_b_{q}*_rz1+_b_{q}**2*_rz2)")
+    out.append(f"lpint=log({'+'.join(terms)}+1e-30)")
+    return out
+
+
 def recommended_features(process: Process | str) -> list[str]:
     """The derived features of the recommended configuration for ``process`` (``name=expression`` strings).
 
     Neutralino pairs: ``log|m|``, the couplings with their Z-squark interference
-    products (:func:`coupling_features`) and the amplitude proxies
-    (:func:`proxy_features`). Processes with a chargino: ``log|m|`` of each particle.
+    products (:func:`coupling_features`), the amplitude proxies at one ``s_eff``
+    (:func:`proxy_features`) and integrated over s-hat (:func:`resonance_features`, last).
+    Processes with a chargino: ``log|m|`` of each particle.
     """
     proc = parse_process(process)
-    return coupling_features(proc, interference=True) + proxy_features(proc)
+    return coupling_features(proc, interference=True) + proxy_features(proc) + resonance_features(proc)
 
 
 # ----------------------------------------------------------------------------- recommended configuration
@@ -241,6 +285,9 @@ class NLOConfig(NamedTuple):
         num_integration_steps: HMC leapfrog steps per transition (the thesis's L); ChEES's
             initial trajectory length in steps.
         map_steps, map_learning_rate: Adam pretraining of each chain's start.
+        baseline: derived features of a linear log-space baseline of the target (the network
+            models the residual; ``baseline`` of :func:`sigmabnn.api.fit`); the recommended
+            configuration of a neutralino pair uses ``("lpint",)``.
     """
 
     process: str
@@ -261,11 +308,17 @@ class NLOConfig(NamedTuple):
     num_integration_steps: int = 32
     map_steps: int = 16000
     map_learning_rate: float = 3e-3
+    baseline: tuple[str, ...] = ()
+
+    @property
+    def num_derived_inputs(self) -> int:
+        """Derived features that are network inputs (helpers, names starting with ``_``, are not)."""
+        return sum(not is_helper(d.split("=", 1)[0].strip()) for d in self.derive)
 
     @property
     def architecture(self) -> str:
         """``"P-h1-h2-1"`` with ``P`` raw plus derived inputs."""
-        widths = (len(self.features) + len(self.derive), *self.hidden, 1)
+        widths = (len(self.features) + self.num_derived_inputs, *self.hidden, 1)
         return "-".join(str(w) for w in widths)
 
     def describe(self) -> str:
@@ -277,6 +330,7 @@ class NLOConfig(NamedTuple):
         else:
             noise = "Gaussian noise (precision Gibbs-sampled)"
         start = "" if self.noise_precision is None else f" at noise precision {self.noise_precision:g}"
+        baseline = f" less a least-squares line in {', '.join(self.baseline)}" if self.baseline else ""
         if self.method == "chees":
             sampler = f"ChEES-HMC (at most {2**self.max_tree_depth - 1} leapfrog steps)"
         elif self.method == "nuts":
@@ -284,8 +338,8 @@ class NLOConfig(NamedTuple):
         else:
             sampler = self.method.upper()
         return (
-            f"{len(self.features)} inputs + {len(self.derive)} physics features, {self.architecture} "
-            f"{self.activation} on log10 sigma, {noise}; MAP {self.map_steps:,} Adam steps at "
+            f"{len(self.features)} inputs + {self.num_derived_inputs} physics features, {self.architecture} "
+            f"{self.activation} on log10 sigma{baseline}, {noise}; MAP {self.map_steps:,} Adam steps at "
             f"{self.map_learning_rate:g}{start}, then {sampler}, {self.num_chains} chains x "
             f"({self.num_warmup} warm-up + {self.num_samples} draws)"
         )
@@ -298,11 +352,13 @@ def recommended_config(process: Process | str = "1000022,1000022", **overrides: 
         InputError: unknown process; ValueError: an unknown field in ``overrides``.
     """
     proc = parse_process(process)
+    derive = recommended_features(proc)
     config = NLOConfig(
         process=str(proc),
         target=proc.target,
         features=tuple(process_features(proc)),
-        derive=tuple(recommended_features(proc)),
+        derive=tuple(derive),
+        baseline=("lpint",) if any(d.startswith("lpint=") for d in derive) else (),
     )
     unknown = sorted(set(overrides) - set(NLOConfig._fields))
     if unknown:
@@ -409,6 +465,7 @@ def train_process(
         **({"noise_df": config.noise_df} if config.likelihood in ("student_t", "hetero_student_t") else {}),
         progress=progress,
         derive=config.derive,
+        baseline=config.baseline,
         max_tree_depth=config.max_tree_depth,
         num_integration_steps=config.num_integration_steps,
         map=MAPConfig(learning_rate=config.map_learning_rate, num_steps=config.map_steps, patience=None),
