@@ -68,6 +68,7 @@ def configs(args: argparse.Namespace) -> dict[str, tuple[nlo.NLOConfig, str]]:
     thesis = {
         "features": tuple(THESIS_FEATURES),
         "derive": (),
+        "baseline": (),
         "map_steps": args.thesis_map_steps,
         "likelihood": "gaussian",
     }

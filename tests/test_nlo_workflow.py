@@ -37,6 +37,8 @@ def test_neutralino_pairs_get_couplings_and_proxy_charginos_do_not():
     assert c1 == ["lam_1000022", "lam_1000024"]
     assert nlo.recommended_config("1000022,1000023").baseline == ("lpint",)
     assert nlo.recommended_config("1000022,-1000024").baseline == ()
+    before = tuple(nlo.recommended_features("1000022,1000023", resonance=False))
+    assert nlo.recommended_config("1000022,1000023", derive=before).baseline == ()
 
 
 def test_integrated_proxy_matches_an_independent_integration(ewino):

@@ -233,16 +233,18 @@ def resonance_features(process: Process | str) -> list[str]:
     return out
 
 
-def recommended_features(process: Process | str) -> list[str]:
+def recommended_features(process: Process | str, resonance: bool = True) -> list[str]:
     """The derived features of the recommended configuration for ``process`` (``name=expression`` strings).
 
     Neutralino pairs: ``log|m|``, the couplings with their Z-squark interference
     products (:func:`coupling_features`), the amplitude proxies at one ``s_eff``
-    (:func:`proxy_features`) and integrated over s-hat (:func:`resonance_features`, last).
-    Processes with a chargino: ``log|m|`` of each particle.
+    (:func:`proxy_features`) and, with ``resonance``, integrated over s-hat
+    (:func:`resonance_features`, last; ``resonance=False`` gives the features of the
+    configurations measured before it existed). Processes with a chargino: ``log|m|`` of each particle.
     """
     proc = parse_process(process)
-    return coupling_features(proc, interference=True) + proxy_features(proc) + resonance_features(proc)
+    out = coupling_features(proc, interference=True) + proxy_features(proc)
+    return out + resonance_features(proc) if resonance else out
 
 
 # ----------------------------------------------------------------------------- recommended configuration
@@ -348,22 +350,27 @@ class NLOConfig(NamedTuple):
 def recommended_config(process: Process | str = "1000022,1000022", **overrides: Any) -> NLOConfig:
     """The recommended :class:`NLOConfig` for ``process``; keyword ``overrides`` replace fields.
 
+    Unless ``baseline`` is overridden, the target's baseline is ``("lpint",)`` when the derived
+    features (after ``overrides``) define ``lpint``, else none.
+
     Raises:
         InputError: unknown process; ValueError: an unknown field in ``overrides``.
     """
     proc = parse_process(process)
-    derive = recommended_features(proc)
     config = NLOConfig(
         process=str(proc),
         target=proc.target,
         features=tuple(process_features(proc)),
-        derive=tuple(derive),
-        baseline=("lpint",) if any(d.startswith("lpint=") for d in derive) else (),
+        derive=tuple(recommended_features(proc)),
     )
     unknown = sorted(set(overrides) - set(NLOConfig._fields))
     if unknown:
         raise ValueError(f"unknown NLOConfig field {unknown[0]!r}; valid: {', '.join(NLOConfig._fields)}")
-    return config._replace(**overrides)
+    config = config._replace(**overrides)
+    if "baseline" not in overrides:
+        has_lpint = any(d.split("=", 1)[0].strip() == "lpint" for d in config.derive)
+        config = config._replace(baseline=("lpint",) if has_lpint else ())
+    return config
 
 
 class NLOResult(NamedTuple):
