@@ -286,3 +286,26 @@ def test_calibration_report_shows_raw_and_recalibrated_coverage(tmp_path):
     assert "### Recalibration" in text and "300 `val` rows" in text
     plain = calibration_report(linear_model(1.5), table, tmp_path / "plain")
     assert "recalibration" not in plain.metrics["test"] and "### Recalibration" not in plain.markdown.read_text()
+
+
+def test_nlo_recommended_and_demo_configs_recalibrate_on_val(monkeypatch):
+    import sigmabnn.api
+    from sigmabnn.workflows import nlo
+
+    assert nlo.recommended_config().recalibrate and nlo.demo_config().recalibrate
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_fit(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
+    with pytest.raises(Stop):
+        nlo.train_process(0, data=pd.DataFrame({"split": []}))
+    assert seen["recalibrate"] is True and seen["split_column"] == "split"
+    with pytest.raises(Stop):
+        nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate=False)
+    assert seen["recalibrate"] is False
