@@ -309,3 +309,18 @@ def test_nlo_recommended_and_demo_configs_recalibrate_on_val(monkeypatch):
     with pytest.raises(Stop):
         nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate=False)
     assert seen["recalibrate"] is False
+
+
+def test_two_target_model_is_recalibrated_per_column(tmp_path):
+    model = make_fitted(arch="2-5-2", t=2, chains=1, draws=2)
+    rng = np.random.default_rng(10)
+    x = rng.normal(2.0, 3.0, size=(40, 2))
+    y = predict(model, x, levels=()).mean + rng.normal(size=(40, 2)) * [[0.01, 100.0]]  # column 0 narrow, 1 wide
+    fixed = recalibrate(model, x, y)
+    assert fixed.calibration.pit.shape == (40, 2)
+    lo = fixed.calibration.model_levels([0.15865])[0]
+    assert lo[0] > lo[1]  # the too-wide column maps inwards, the too-narrow one outwards
+    raw, cal = predict(fixed, x, levels=(0.6827,), calibrated=False), predict(fixed, x, levels=(0.6827,))
+    width = {k: p.upper[0.6827] - p.lower[0.6827] for k, p in (("raw", raw), ("cal", cal))}
+    assert np.all(width["cal"][:, 0] < width["raw"][:, 0]) and np.all(width["cal"][:, 1] > width["raw"][:, 1])
+    assert load_model(save_model(fixed, tmp_path / "m")).calibration.pit.shape == (40, 2)

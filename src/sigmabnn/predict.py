@@ -130,7 +130,8 @@ class Prediction(NamedTuple):
         epistemic_std: ``[n, t]`` spread of the networks' means.
         aleatoric_std: ``[n, t]`` noise std, ``sqrt`` of the mean noise variance.
         lower, upper: level -> ``[n, t]`` central interval bounds from predictive
-            quantiles ``(1 - level) / 2`` and ``(1 + level) / 2``.
+            quantiles ``(1 - level) / 2`` and ``(1 + level) / 2`` (for a recalibrated
+            model, at the calibration's mapped levels; see :func:`predict`).
         levels: the interval levels, in the order asked.
         covariance: ``[n, t, t]`` predictive covariance across outputs, or ``None``
             unless asked for.
