@@ -197,6 +197,7 @@ def test_train_process_tiny_run_scores_the_test_split():
         assert 0.0 <= m[f"cov_{k}sigma_pct"] <= 100.0
     assert m["cov_1sigma_pct"] <= m["cov_2sigma_pct"] <= m["cov_3sigma_pct"]
     assert m["fit_seconds"] > 0
+    assert result.fitted.calibration.split == "val" and result.fitted.calibration.n > 0  # recalibrated on val
 
 
 def test_config_describes_itself_from_its_fields():

@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "parse_architecture": "sigmabnn.model",
     "PosteriorDraws": "sigmabnn.draws",
     "fit": "sigmabnn.api",
+    "recalibrate": "sigmabnn.api",
+    "Calibration": "sigmabnn.calibration",
     "FittedModel": "sigmabnn.fitted",
     "load_model": "sigmabnn.io.model_file",
     "save_model": "sigmabnn.io.model_file",

@@ -46,7 +46,7 @@ import numpy as np
 
 from sigmabnn.errors import InputError
 
-__all__ = ["ENSEMBLE_METHODS", "MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "resume"]
+__all__ = ["ENSEMBLE_METHODS", "MCMC_METHODS", "METHODS", "VI_METHODS", "fit", "recalibrate", "resume"]
 
 MCMC_METHODS = ("nuts", "hmc", "mh", "chees")
 VI_METHODS = ("bbb", "flipout")
@@ -195,6 +195,7 @@ def fit(
     baseline: Sequence[str] = (),
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    recalibrate: bool = False,
     **method_options: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """Fit a BNN surrogate to a table (the steps are in the module docstring).
@@ -246,6 +247,9 @@ def fit(
             saved there. ``None``: nothing is written.
         resume: continue the interrupted run at ``checkpoint`` (the arguments must be those it
             was started with; :func:`resume` reads them for you).
+        recalibrate: quantile-recalibrate the intervals on the validation rows
+            (:func:`sigmabnn.recalibration.recalibrate`, Kuleshov et al. 2018); needs validation
+            rows. The report's metrics are those of the raw model.
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
@@ -324,6 +328,7 @@ def fit(
         noise_column=noise_column, dtype=dtype, derive=list(derive), method_options=method_options,
         **({"baseline": list(baseline)} if baseline else {}),
         **({"likelihood": likelihood_name, "noise_df": noise_df} if likelihood_name != "gaussian" else {}),
+        **({"recalibrate": True} if recalibrate else {}),
     ) if checkpoint is not None else None  # fmt: skip
     df, source = _read(data)
     derived: tuple[tuple[str, str], ...] = ()
@@ -348,6 +353,10 @@ def fit(
         noise_column=noise_column,
     )
     train, val = prepared.train, prepared.val
+    if recalibrate and val.n == 0:
+        raise InputError("recalibration needs validation rows; this split has none (give a split with a val part)")
+    if recalibrate and noise_column is not None:
+        raise InputError("recalibration is not supported with a known per-row noise (noise_column)")
     x_transform = Standardizer.fit(train.x)
     names = list(prepared.feature_names)
     baseline = tuple(str(b) for b in baseline)
@@ -584,11 +593,27 @@ def fit(
     }
     report = to_jsonable(report)
     fitted = dataclasses.replace(fitted, diagnostics=report)
+    if recalibrate:
+        from sigmabnn.recalibration import recalibrate as recalibrate_model
+
+        fitted = recalibrate_model(fitted, val.x, val.y, split="val")
     if checkpoint is not None:
         from sigmabnn.io.model_file import save_model
 
         save_model(fitted, checkpoint)  # replaces the checkpoint
     return fitted, report
+
+
+def recalibrate(fitted: Any, data: Any, y: Any = None, **options: Any) -> Any:
+    """Quantile-recalibrate ``fitted``'s intervals on held-out rows; returns the new model.
+
+    The public entry point of :func:`sigmabnn.recalibration.recalibrate` (arguments and
+    errors there): ``data`` a table with the target and a ``split`` column (its ``"val"``
+    rows are used) or raw features with targets ``y``.
+    """
+    from sigmabnn.recalibration import recalibrate as recalibrate_model
+
+    return recalibrate_model(fitted, data, y, **options)
 
 
 def _run_args(**args: Any) -> dict[str, Any]:

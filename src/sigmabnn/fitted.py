@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmabnn.calibration import Calibration
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.model.posterior import BNN
@@ -50,6 +51,9 @@ class FittedModel:
         diagnostics: JSON-able summary (acceptance, divergences, timings, metrics).
         data_fingerprint: ``"sha256:..."`` of the training arrays.
         created: ISO 8601 creation time (UTC).
+        calibration: quantile recalibration of the predictive intervals learned on held-out
+            rows (:class:`~sigmabnn.calibration.Calibration`, made by
+            :func:`sigmabnn.recalibration.recalibrate`), or ``None``.
     """
 
     bnn: BNN
@@ -65,6 +69,7 @@ class FittedModel:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     data_fingerprint: str = ""
     created: str = field(default_factory=now_iso)
+    calibration: Calibration | None = None
 
     @property
     def num_features(self) -> int:

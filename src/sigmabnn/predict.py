@@ -47,6 +47,14 @@ samples' quantiles). The noise for point ``i`` comes from
 ``jax.random.fold_in(rng_key, i)``, so results do not depend on the chunking;
 the default key is ``jax.random.key(DEFAULT_SEED)`` with ``DEFAULT_SEED = 0``.
 
+Recalibrated intervals: a model holding a :class:`~sigmabnn.calibration.Calibration`
+(quantile recalibration, Kuleshov, Fenner & Ermon 2018; :mod:`sigmabnn.recalibration`)
+reads its central interval at level ``c`` off the same samples at the mapped levels
+``R^{-1}((1 -+ c) / 2)``; ``predict(..., calibrated=False)`` gives the raw ones.
+Mapped tail levels can be far smaller than ``1 / 2000``, so the default sample count
+is then raised (``TAIL_SAMPLES``). The exact PIT ``F(y)`` of the mixture is
+:func:`predictive_cdf`.
+
 Performance: the points are processed in chunks whose size is a power of two
 of at least ``MIN_CHUNK = 64`` points unless ``chunk_size`` is smaller or a
 single point is asked for (the last chunk is padded), so a function is
@@ -90,13 +98,20 @@ __all__ = [
     "Prediction",
     "feature_matrix_for",
     "log_predictive_density",
+    "mixture_cdf",
     "predict",
+    "predictive_cdf",
 ]
 
 DEFAULT_SEED = 0
 DEFAULT_LEVELS = (0.68, 0.95)
 #: Default number of predictive samples per point is the smallest multiple of T that is >= this.
 MIN_NOISE_SAMPLES = 2000
+#: With a calibration, the default sample count is raised so that the smallest mapped tail level
+#: ``p`` has about this many samples beyond it (``S >= TAIL_SAMPLES / p``), capped at
+#: ``MAX_NOISE_SAMPLES``; ``benchmarks/recalibration.py`` measures the resulting coverage error.
+TAIL_SAMPLES = 10
+MAX_NOISE_SAMPLES = 50000
 #: Bound on the largest per-chunk intermediate, in array elements. Chunks whose intermediates
 #: stay closer to the CPU caches run faster per point (for 1,000 5-20-20-1 networks, chunks of
 #: 64 points beat 512 or 1,024 when this was tuned; see benchmarks/predict.py).
@@ -115,7 +130,8 @@ class Prediction(NamedTuple):
         epistemic_std: ``[n, t]`` spread of the networks' means.
         aleatoric_std: ``[n, t]`` noise std, ``sqrt`` of the mean noise variance.
         lower, upper: level -> ``[n, t]`` central interval bounds from predictive
-            quantiles ``(1 - level) / 2`` and ``(1 + level) / 2``.
+            quantiles ``(1 - level) / 2`` and ``(1 + level) / 2`` (for a recalibrated
+            model, at the calibration's mapped levels; see :func:`predict`).
         levels: the interval levels, in the order asked.
         covariance: ``[n, t, t]`` predictive covariance across outputs, or ``None``
             unless asked for.
@@ -291,6 +307,25 @@ def _mixture_log_density(mu: Array, var: Array, y: Array, df: float | None = Non
     return jax.scipy.special.logsumexp(logp.sum(-1), axis=0) - jnp.log(mu.shape[0])
 
 
+def mixture_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> Array:
+    """``F(y) = (1/T) sum_t G((y - mu_t) / scale_t)``: ``mu``, ``scale`` ``[T, ...]``, ``y`` ``[...]`` -> ``[...]``.
+
+    ``G`` is the standard-normal CDF, or with ``df`` the Student-t CDF with ``df`` degrees of freedom
+    (``scale`` is then the t scale, not the std), computed from the regularised incomplete beta
+    function, ``G(z) = I_x(df / 2, 1 / 2) / 2`` for ``z < 0`` with ``x = df / (df + z^2)`` (and
+    ``1 - G(-z)`` above), so small tail probabilities keep their relative precision. The result is
+    the probability integral transform (PIT) of ``y`` under the equally weighted mixture, float64.
+    """
+    mu, scale, y = (jnp.asarray(a, jnp.float64) for a in (mu, scale, y))
+    z = (y - mu) / jnp.maximum(scale, jnp.finfo(jnp.float64).tiny)
+    if df is None:
+        g = jax.scipy.special.ndtr(z)
+    else:
+        tail = 0.5 * jax.scipy.special.betainc(0.5 * df, 0.5, df / (df + jnp.square(z)))
+        g = jnp.where(z < 0, tail, 1.0 - tail)
+    return g.mean(0)
+
+
 def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float | None) -> Array:
     """Noise of unit variance ``[c, S, t]`` for the points ``index`` ``[c]`` (``shape = (S, t)``).
 
@@ -358,25 +393,48 @@ def _chunk_fn(
     return jax.jit(run)
 
 
-def _host_quantiles(draws: np.ndarray, qs: tuple[float, ...], log10: bool) -> dict[str, np.ndarray]:
+def _host_quantiles(draws: np.ndarray, qs: np.ndarray, log10: bool) -> dict[str, np.ndarray]:
     """Quantiles ``[len(qs), c, t]`` of samples ``draws`` ``[c, t, S]``, NumPy's linear interpolation.
 
-    ``"log"``: of the samples; ``"orig"`` (``log10``): of ``10**samples``,
-    interpolated between the transformed order statistics.
+    ``qs`` ``[k, t]``: the quantile levels, per target column. ``"log"``: of the samples;
+    ``"orig"`` (``log10``): of ``10**samples``, interpolated between the transformed order statistics.
     """
     ordered = np.sort(draws, axis=-1)
     s = ordered.shape[-1]
+    cols = np.arange(ordered.shape[1])
     out: dict[str, list[np.ndarray]] = {"log": [], "orig": []}
     for q in qs:
         h = (s - 1) * q
-        lo = int(math.floor(h))
-        hi = min(lo + 1, s - 1)
+        lo = np.floor(h).astype(np.int64)
+        hi = np.minimum(lo + 1, s - 1)
         w = h - lo
-        a, b = ordered[..., lo], ordered[..., hi]
+        a, b = ordered[:, cols, lo], ordered[:, cols, hi]
         out["log"].append(a * (1.0 - w) + b * w)
         if log10:
             out["orig"].append(np.power(10.0, a) * (1.0 - w) + np.power(10.0, b) * w)
     return {k: np.stack(v) for k, v in out.items() if v}
+
+
+def _quantile_levels(
+    fitted: FittedModel, levels: tuple[float, ...], calibrated: bool
+) -> tuple[np.ndarray, float | None]:
+    """Model quantile levels ``[2 * len(levels), t]`` of the central intervals (lower, upper per level),
+    and the smallest tail probability among them when they come from a calibration (else ``None``)."""
+    qs = np.array([q for v in levels for q in ((1.0 - v) / 2.0, (1.0 + v) / 2.0)], np.float64).reshape(-1)
+    cal = fitted.calibration if calibrated else None
+    if cal is None or qs.size == 0:
+        return np.repeat(qs[:, None], fitted.target_dim, axis=1), None
+    mapped = cal.model_levels(qs)
+    return mapped, float(np.min(np.minimum(mapped, 1.0 - mapped)))
+
+
+def _default_num_samples(t_nets: int, tail: float | None) -> int:
+    """The default sample count: the smallest multiple of T >= ``MIN_NOISE_SAMPLES``, raised for a
+    calibrated tail level ``tail`` to about ``TAIL_SAMPLES / tail`` (at most ``MAX_NOISE_SAMPLES``)."""
+    want = MIN_NOISE_SAMPLES
+    if tail is not None:
+        want = max(want, min(MAX_NOISE_SAMPLES, math.ceil(TAIL_SAMPLES / max(tail, 1e-12))))
+    return t_nets * math.ceil(want / t_nets)
 
 
 class _DeviceModel(NamedTuple):
@@ -471,6 +529,7 @@ def predict(
     return_samples: bool = False,
     covariance: bool = False,
     noise_std: Any = None,
+    calibrated: bool = True,
 ) -> Prediction:
     """Predictive distribution at raw inputs (see the module docstring for the definitions).
 
@@ -484,7 +543,8 @@ def predict(
             the fastest path when only the moments are needed.
         rng_key: JAX key for the noise samples (default ``jax.random.key(DEFAULT_SEED)``).
         num_noise_samples: predictive samples per point (default: the smallest
-            multiple of T that is >= 2000).
+            multiple of T that is >= 2000; with a calibration, raised so that the
+            mapped tail levels are resolved, see ``TAIL_SAMPLES``).
         chunk_size: most points per chunk (rounded down to a power of two and
             capped by the memory budget).
         return_samples: also return the ``[S, n, t]`` samples (memory: S x n x t floats).
@@ -492,6 +552,14 @@ def predict(
         noise_std: for a known-noise likelihood, the per-point noise std in
             log-space target units (``[n]`` or ``[n, t]``); without it the
             aleatoric part is zero (the noise-free function is predicted).
+        calibrated: when the model holds a :class:`~sigmabnn.calibration.Calibration`
+            (:func:`sigmabnn.recalibration.recalibrate`), the central interval at level ``c``
+            is read off the predictive quantiles ``R^{-1}((1 - c) / 2)`` and
+            ``R^{-1}((1 + c) / 2)`` instead of ``(1 -+ c) / 2`` (quantile recalibration,
+            Kuleshov et al. 2018), in log and original space alike. ``False`` gives the
+            model's raw intervals. The mean, the stds, the covariance and the samples are
+            those of the model's predictive distribution either way: recalibration
+            changes only the intervals.
 
     Returns:
         :class:`Prediction` in the original target space; ``.log_space`` holds
@@ -508,6 +576,7 @@ def predict(
         return_samples=return_samples,
         covariance=covariance,
         noise_std=noise_std,
+        calibrated=calibrated,
     )[0]
 
 
@@ -523,6 +592,7 @@ def _predict_matrix(
     covariance: bool = False,
     noise_std: Any = None,
     y_log: np.ndarray | None = None,
+    calibrated: bool = True,
 ) -> tuple[Prediction, np.ndarray | None]:
     """:func:`predict` on a checked feature matrix; with ``y_log`` ``[n, t]`` (log-space targets)
     also the per-point log predictive density of ``y_log`` ``[n]``, from the same network pass."""
@@ -532,15 +602,16 @@ def _predict_matrix(
     if n == 0:
         raise DataError("no input rows to predict")
     t_nets = fitted.num_networks
-    s = int(num_noise_samples) if num_noise_samples is not None else t_nets * math.ceil(MIN_NOISE_SAMPLES / t_nets)
+    qlevels, tail = _quantile_levels(fitted, lv, calibrated)
+    s = int(num_noise_samples) if num_noise_samples is not None else _default_num_samples(t_nets, tail)
     if s < 2:
         raise InputError(f"num_noise_samples must be >= 2, got {s}")
-    qs = tuple(q for v in lv for q in ((1.0 - v) / 2.0, (1.0 + v) / 2.0))
+    qs = len(qlevels) > 0
     key = _default_key() if rng_key is None else rng_key
     log10 = fitted.log_target
     t = fitted.target_dim
     width = max(fitted.bnn.mlp.widths)
-    sampled = bool(qs) or return_samples  # without intervals or samples no noise is drawn
+    sampled = qs or return_samples  # without intervals or samples no noise is drawn
     c = _effective_chunk(n, chunk_size, max(t_nets * width, 2 * s * t if sampled else 0, 6 * t_nets * t))
 
     want_lpd = y_log is not None
@@ -565,7 +636,7 @@ def _predict_matrix(
         out = jax.device_get(out)
         if sampled:
             draws = np.asarray(out["draws"])[:m]
-            quantiles = _host_quantiles(draws, qs, log10) if qs else None
+            quantiles = _host_quantiles(draws, qlevels, log10) if qs else None
         for sp in spaces:
             for k, v in out[sp].items():
                 parts[sp].setdefault(k, []).append(np.asarray(v)[:m])
@@ -596,13 +667,47 @@ def _predict_matrix(
 
 
 @functools.lru_cache(maxsize=32)
-def _lpd_fn(bnn: BNN):
+def _pointwise_fn(bnn: BNN, kind: str):
+    """Jitted ``(model, z, noise_std, y_model) -> [c]`` log density (``kind="lpd"``) or ``[c, t]`` PIT (``"cdf"``)."""
+    df = noise_df(bnn.likelihood)
+
     def run(model, z, noise_std, y_model):
         mu, var = _per_draw(bnn, model.params, model.noise_precision, z, noise_std)
+        if kind == "cdf":  # the CDF is invariant under the affine model -> log space map
+            scale = jnp.sqrt(var if df is None else var * ((df - 2.0) / df))
+            return mixture_cdf(mu, scale, y_model, df)
         # model-space density, then the Jacobian of model space -> log space
-        return _mixture_log_density(mu, var, y_model, noise_df(bnn.likelihood)) - jnp.sum(jnp.log(model.y_scale))
+        return _mixture_log_density(mu, var, y_model, df) - jnp.sum(jnp.log(model.y_scale))
 
     return jax.jit(run)
+
+
+def _pointwise(fitted: FittedModel, x_raw: Any, y_raw: Any, kind: str, chunk_size: int, noise_std: Any):
+    """``(per-point values of :func:`_pointwise_fn`, y [n, t] original units)`` in chunks."""
+    _check_regression(fitted.bnn)
+    x = feature_matrix_for(fitted, x_raw)
+    n = x.shape[0]
+    y = np.asarray(y_raw, dtype=np.float64).reshape(n, -1)
+    if y.shape[1] != fitted.target_dim:
+        raise DataError(f"targets must have {fitted.target_dim} columns, got {y.shape[1]}")
+    if fitted.log_target and np.any(~(y > 0)):
+        raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
+    if not np.all(np.isfinite(y)):
+        raise DataError(f"{int(np.sum(~np.isfinite(y)))} target values are missing or non-finite")
+    y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
+    t_nets = fitted.num_networks
+    c = _effective_chunk(n, chunk_size, max(t_nets * max(fitted.bnn.mlp.widths), 6 * t_nets * fitted.target_dim))
+    fn = _pointwise_fn(fitted.bnn, kind)
+    model = _device_model(fitted)
+    z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
+    nstd = _noise_std_model(fitted, noise_std, n)
+    parts = []
+    for start, stop in _chunks(n, c):
+        zc = _pad(z[start:stop], c)
+        yc = _pad(y_model[start:stop], c)
+        nc = None if nstd is None else _pad(nstd[start:stop], c)
+        parts.append(np.asarray(fn(model, zc, nc, yc))[: stop - start])
+    return (np.concatenate(parts) if parts else np.zeros((0,) + (() if kind == "lpd" else (y.shape[1],)))), y
 
 
 def log_predictive_density(
@@ -616,29 +721,23 @@ def log_predictive_density(
     itself, ``log p(y) = log p(log10 y) - sum_j log(y_j ln 10)``.
     ``y_raw`` is ``[n]`` or ``[n, t]`` in original units.
     """
-    _check_regression(fitted.bnn)
-    x = feature_matrix_for(fitted, x_raw)
-    n = x.shape[0]
-    y = np.asarray(y_raw, dtype=np.float64).reshape(n, -1)
-    if y.shape[1] != fitted.target_dim:
-        raise DataError(f"targets must have {fitted.target_dim} columns, got {y.shape[1]}")
-    if fitted.log_target and np.any(~(y > 0)):
-        raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
-    y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
-    t_nets = fitted.num_networks
-    c = _effective_chunk(n, chunk_size, max(t_nets * max(fitted.bnn.mlp.widths), 6 * t_nets * fitted.target_dim))
-    fn = _lpd_fn(fitted.bnn)
-    model = _device_model(fitted)
-    z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
-    nstd = _noise_std_model(fitted, noise_std, n)
-    parts = []
-    for start, stop in _chunks(n, c):
-        zc = _pad(z[start:stop], c)
-        yc = _pad(y_model[start:stop], c)
-        nc = None if nstd is None else _pad(nstd[start:stop], c)
-        parts.append(np.asarray(fn(model, zc, nc, yc))[: stop - start])
-    lpd = np.concatenate(parts) if parts else np.zeros(0)
+    lpd, y = _pointwise(fitted, x_raw, y_raw, "lpd", chunk_size, noise_std)
     out = {"log": lpd}
     if fitted.log_target:
         out["orig"] = lpd - np.sum(np.log(y * _LN10), axis=1)
     return out
+
+
+def predictive_cdf(
+    fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int = 65536, noise_std: Any = None
+) -> np.ndarray:
+    """Probability integral transform ``u = F(y)`` ``[n, t]`` of each target under the exact predictive CDF.
+
+    ``F`` is the predictive marginal of each target column: the equally weighted mixture over the
+    ``T`` networks of their Gaussian or Student-t components (module docstring), evaluated in
+    closed form (:func:`mixture_cdf`), not from samples. A monotone transform of the target
+    leaves ``F(y)`` unchanged, so the value is the same in model, log and original space.
+    ``y_raw`` is ``[n]`` or ``[n, t]`` in original units. A calibrated model gives ``u`` uniform on
+    [0, 1] on held-out rows; :mod:`sigmabnn.recalibration` learns a correction from them.
+    """
+    return _pointwise(fitted, x_raw, y_raw, "cdf", chunk_size, noise_std)[0]

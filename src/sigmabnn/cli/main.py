@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "demo": "sigmabnn.cli.demo",
     "train-all": "sigmabnn.cli.train_all",
     "xsec": "sigmabnn.cli.xsec",
+    "recalibrate": "sigmabnn.cli.recalibrate",
 }
 
 EXIT_OK = 0

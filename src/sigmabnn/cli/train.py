@@ -140,6 +140,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="continue the interrupted run whose partial model is MODEL (other options, if given, must match it)",
     )
+    p.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
 
 
@@ -153,6 +158,7 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "learn_noise": args.fixed_noise is None,
         "derive": tuple(args.derive),
         "baseline": tuple(args.baseline),
+        **({"recalibrate": True} if getattr(args, "recalibrate", False) else {}),
     }
     optional = {
         "features": args.features,

@@ -6,7 +6,10 @@ Layout of a model directory::
                  partial model of an interrupted run), network (widths,
                  activations, dtype, num_params, prior, likelihood), features,
                  target, derived, transforms, method, settings, diagnostics,
-                 data_fingerprint, created, and "arrays": the manifest
+                 data_fingerprint, created, optionally "calibration" (the
+                 quantile recalibration map: method, split, n, pit rows; see
+                 sigmabnn.calibration; absent in files saved without one),
+                 and "arrays": the manifest
                  name -> {"shape": [...], "dtype": "float64"}
     arrays.npz   one .npy member per manifest entry (uncompressed; never pickled):
                  positions [C, S, num_params], noise_precision [C, S],
@@ -46,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from sigmabnn._version import __version__
+from sigmabnn.calibration import Calibration
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
@@ -185,6 +189,7 @@ def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: boo
         "settings": to_jsonable(fitted.settings),
         "diagnostics": to_jsonable(fitted.diagnostics),
         "data_fingerprint": fitted.data_fingerprint,
+        **({} if fitted.calibration is None else {"calibration": fitted.calibration.to_json()}),
         "draws": {"num_chains": fitted.draws.num_chains, "num_draws": fitted.draws.num_draws},
         "arrays": {name: {"shape": list(a.shape), "dtype": a.dtype.name} for name, a in arrays.items()},
     }
@@ -331,6 +336,14 @@ def _validate_header(h: Any) -> dict[str, Any]:
     tr = h["transforms"]
     if set(tr) != {"x", "y"}:
         raise _fail("transforms must have exactly 'x' and 'y'")
+    if "calibration" in h:  # optional (files written before recalibration existed lack it)
+        cal = h["calibration"]
+        rows = cal.get("pit") if isinstance(cal, dict) else None
+        width = len(rows[0]) if isinstance(rows, list) and rows and isinstance(rows[0], list) else 0
+        try:
+            Calibration.from_json(cal, max(width, 1))
+        except ValueError as err:
+            raise _fail(f"invalid calibration: {err}") from None
 
     manifest = h["arrays"]
     specs: dict[str, tuple[tuple[int, ...], np.dtype, int]] = {}
@@ -547,6 +560,12 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
                 f"{path} is an interrupted training run without draws yet (stopped before sampling); "
                 f"continue it with 'sigmabnn train --resume {path}'"
             )
+        calibration = None
+        if "calibration" in header:
+            try:
+                calibration = Calibration.from_json(header["calibration"], y_transform.standardizer.dim)
+            except ValueError as err:
+                raise _fail(f"invalid calibration: {err}") from None
         arrays = _load_arrays(path / ARRAYS_NAME, specs, verify_checksums)
     except ModelFileError:
         raise
@@ -582,4 +601,5 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
         diagnostics=header["diagnostics"],
         data_fingerprint=header["data_fingerprint"],
         created=header["created"],
+        calibration=calibration,
     )

@@ -290,6 +290,10 @@ class NLOConfig(NamedTuple):
         baseline: derived features of a linear log-space baseline of the target (the network
             models the residual; ``baseline`` of :func:`sigmabnn.api.fit`); the recommended
             configuration of a neutralino pair uses ``("lpint",)``.
+        recalibrate: quantile-recalibrate the intervals on the ``val`` rows after sampling
+            (:func:`sigmabnn.recalibration.recalibrate`; Kuleshov et al. 2018): the Student-t
+            head's 1 sigma interval is too wide while 2 and 3 sigma are met, a shape error that
+            no noise-model lever moved (``benchmarks/results/recalibration.md`` measures it).
     """
 
     process: str
@@ -311,6 +315,7 @@ class NLOConfig(NamedTuple):
     map_steps: int = 16000
     map_learning_rate: float = 3e-3
     baseline: tuple[str, ...] = ()
+    recalibrate: bool = True
 
     @property
     def num_derived_inputs(self) -> int:
@@ -344,6 +349,7 @@ class NLOConfig(NamedTuple):
             f"{self.activation} on log10 sigma{baseline}, {noise}; MAP {self.map_steps:,} Adam steps at "
             f"{self.map_learning_rate:g}{start}, then {sampler}, {self.num_chains} chains x "
             f"({self.num_warmup} warm-up + {self.num_samples} draws)"
+            + ("; intervals recalibrated on the val rows" if self.recalibrate else "")
         )
 
 
@@ -476,6 +482,7 @@ def train_process(
         max_tree_depth=config.max_tree_depth,
         num_integration_steps=config.num_integration_steps,
         map=MAPConfig(learning_rate=config.map_learning_rate, num_steps=config.map_steps, patience=None),
+        recalibrate=config.recalibrate,
     )
     fit_seconds = time.perf_counter() - t0
     metrics: dict[str, float] = {}
@@ -565,6 +572,6 @@ def student_t_pit(mu: np.ndarray, scale: np.ndarray, df: float, y: np.ndarray) -
         ``[n]`` values in [0, 1]; a calibrated model gives uniform values, and the fraction of
         them in ``[(1 - p) / 2, (1 + p) / 2]`` is the coverage of the central ``p`` interval.
     """
-    from scipy import stats
+    from sigmabnn.predict import mixture_cdf
 
-    return np.mean(stats.t.cdf((np.asarray(y)[None, :] - mu) / scale, df), axis=0)
+    return np.asarray(mixture_cdf(mu, scale, np.asarray(y)[None, :], df))

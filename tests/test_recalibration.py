@@ -1,0 +1,326 @@
+"""Quantile recalibration: exact mixture PIT, the calibration map, recalibrated intervals, files, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from sigmabnn.calibration import Calibration
+from sigmabnn.cli.main import main
+from sigmabnn.data.transforms import Standardizer, TargetTransform
+from sigmabnn.draws import PosteriorDraws
+from sigmabnn.errors import DataError, InputError, ModelFileError
+from sigmabnn.fitted import FittedModel
+from sigmabnn.io.model_file import load_model, save_model
+from sigmabnn.model import BNN, Categorical, Gaussian, Hyperparameters, StudentT, parse_architecture
+from sigmabnn.predict import mixture_cdf, predict, predictive_cdf
+from sigmabnn.recalibration import recalibrate
+from test_predict import make_fitted, numpy_forward
+
+LEVELS = (0.6827, 0.9545)
+
+
+def linear_model(noise_std: float, likelihood=None, networks: int = 4) -> FittedModel:
+    """Every network predicts ``y = x`` with noise std ``noise_std`` (identity transforms)."""
+    mlp = parse_architecture("1-1")
+    pos = np.tile(np.array([1.0, 0.0]), (1, networks, 1))
+    lik = likelihood or Gaussian()
+    var_factor = lik.df / (lik.df - 2.0) if isinstance(lik, StudentT) else 1.0
+    prec = np.full((1, networks), var_factor / noise_std**2)  # noise_std is the std, whatever the noise model
+    hyper = Hyperparameters(prec, np.ones((1, networks, 1)), np.ones((1, networks, 1)))
+    unit = Standardizer(np.zeros(1), np.ones(1))
+    return FittedModel(
+        bnn=BNN(mlp, likelihood=lik),
+        draws=PosteriorDraws(pos, hyper),
+        x_transform=unit,
+        y_transform=TargetTransform(False, Standardizer(np.zeros(1), np.ones(1))),
+        feature_names=("x",),
+        target_name="y",
+    )
+
+
+def coverage(y: np.ndarray, pred, level: float) -> float:
+    return float(np.mean((y >= pred.lower[level][:, 0]) & (y <= pred.upper[level][:, 0])))
+
+
+# --------------------------------------------------------------------------- PIT
+
+
+@pytest.mark.parametrize("df", [None, 3.0])
+def test_mixture_cdf_matches_monte_carlo(df):
+    rng = np.random.default_rng(0)
+    mu, scale = rng.normal(size=(3, 4)), rng.uniform(0.5, 2.0, size=(3, 4))
+    y = np.array([-2.5, -0.3, 0.4, 3.0])
+    got = np.asarray(mixture_cdf(mu, scale, y, df))
+    n = 100_000
+    which = rng.integers(0, 3, size=n)
+    noise = rng.standard_normal((n, 4)) if df is None else rng.standard_t(df, size=(n, 4))
+    samples = mu[which] + scale[which] * noise
+    mc = np.mean(samples <= y, axis=0)
+    assert np.all(np.abs(got - mc) < 4.5 * np.sqrt(mc * (1 - mc) / n) + 1e-6), (got, mc)
+    dist = stats.norm if df is None else stats.t(df)
+    np.testing.assert_allclose(got, dist.cdf((y - mu) / scale).mean(0), rtol=1e-10, atol=1e-14)
+    # far tails keep relative precision (the t CDF is taken from the incomplete beta, not 1 - cdf)
+    far = np.asarray(mixture_cdf(np.zeros((1, 1)), np.ones((1, 1)), np.array([-40.0]), df))
+    np.testing.assert_allclose(far, dist.cdf(-40.0), rtol=1e-8)
+
+
+def test_predictive_cdf_is_the_exact_mixture_cdf():
+    fitted = make_fitted(log10=True, chains=2, draws=3)
+    rng = np.random.default_rng(1)
+    x = rng.normal(2.0, 3.0, size=(7, 2))
+    y = rng.uniform(1.0, 100.0, size=7)
+    mus, variances = numpy_forward(fitted, x)
+    expected = stats.norm.cdf((np.log10(y)[None, :] - mus[..., 0]) / np.sqrt(variances[..., 0])).mean(0)
+    np.testing.assert_allclose(predictive_cdf(fitted, x, y)[:, 0], expected, rtol=1e-9)
+
+    t_model = make_fitted(likelihood=StudentT(df=4.0), chains=1, draws=3)
+    mus, _ = numpy_forward(t_model, x)
+    prec = np.asarray(t_model.draws.hyper.noise_precision).reshape(-1)
+    scale = (t_model.y_transform.scale / np.sqrt(prec))[:, None]  # t scale 1 / sqrt(tau), log-space units
+    expected = stats.t.cdf((y[None, :] - mus[..., 0]) / scale, 4.0).mean(0)
+    np.testing.assert_allclose(predictive_cdf(t_model, x, y)[:, 0], expected, rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- the map
+
+
+def test_calibration_map_is_monotone_bounded_and_finite_at_extreme_levels():
+    rng = np.random.default_rng(2)
+    pit = np.concatenate([rng.beta(2.0, 2.0, size=60), [0.0, 1.0, 0.5, 0.5]])  # ends and ties included
+    cal = Calibration(pit, "val")
+    assert cal.n == 64 and np.all(np.diff(cal.pit[:, 0]) >= 0)
+    q = np.concatenate([[1e-12, 1e-6, 1e-3], np.linspace(0.01, 0.99, 99), [1 - 1e-3, 1 - 1e-6, 1 - 1e-12]])
+    levels = cal.model_levels(q)[:, 0]
+    assert np.all(np.isfinite(levels)) and np.all((levels >= 0) & (levels <= 1))
+    assert np.all(np.diff(levels) >= 0)
+    r = cal.cdf(np.linspace(0, 1, 201))[:, 0]
+    assert np.all(np.diff(r) >= 0) and r[0] == pytest.approx(1 / 65) and r[-1] == 1.0  # one PIT is exactly 0
+    # R(R^{-1}(q)) = q between the knots
+    np.testing.assert_allclose(cal.cdf(cal.model_levels([0.2, 0.5, 0.8])[:, 0])[:, 0], [0.2, 0.5, 0.8], atol=1e-12)
+    # PITs concentrated near 1/2 (a too-wide model) map central levels inwards
+    lo, hi = cal.model_levels([0.15865, 0.84135])[:, 0]
+    assert 0.15865 < lo < hi < 0.84135
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Calibration(np.array([0.2, 1.5]))
+    with pytest.raises(ValueError, match="PIT"):
+        Calibration(np.array([np.nan]))
+
+
+# --------------------------------------------------------------------------- recalibration works
+
+
+def test_recalibration_fixes_a_too_wide_gaussian_on_independent_rows():
+    rng = np.random.default_rng(3)
+    model = linear_model(1.5)  # the data's noise std is 1: the predictive is 1.5x too wide
+    x_cal, x_new = rng.normal(size=(2000, 1)), rng.normal(size=(3000, 1))
+    y_cal, y_new = x_cal[:, 0] + rng.normal(size=2000), x_new[:, 0] + rng.normal(size=3000)
+    fixed = recalibrate(model, x_cal, y_cal)
+    assert fixed.calibration.n == 2000 and model.calibration is None
+    raw = predict(fixed, x_new, levels=LEVELS, calibrated=False)
+    cal = predict(fixed, x_new, levels=LEVELS)
+    np.testing.assert_array_equal(raw.mean, cal.mean)
+    np.testing.assert_array_equal(raw.std, cal.std)
+    for level in LEVELS:
+        mc = math.sqrt(level * (1 - level) * (1 / 3000 + 1 / 2000))  # test rows + calibration rows
+        assert abs(coverage(y_new, raw, level) - level) > 5 * mc  # raw: measurably too wide
+        assert abs(coverage(y_new, cal, level) - level) < 4 * mc, (level, coverage(y_new, cal, level))
+        assert np.all(cal.upper[level] - cal.lower[level] < raw.upper[level] - raw.lower[level])
+    # nested intervals
+    assert np.all(cal.lower[0.9545] <= cal.lower[0.6827]) and np.all(cal.upper[0.6827] <= cal.upper[0.9545])
+
+
+def test_recalibration_fixes_a_student_t_predictive_of_laplace_noise():
+    rng = np.random.default_rng(4)
+    model = linear_model(1.0, StudentT(df=3.0))  # unit-variance t_3 predictive; data: unit-variance Laplace
+    b = 1 / math.sqrt(2.0)
+    x_cal, x_new = rng.normal(size=(2000, 1)), rng.normal(size=(4000, 1))
+    y_cal = x_cal[:, 0] + rng.laplace(scale=b, size=2000)
+    y_new = x_new[:, 0] + rng.laplace(scale=b, size=4000)
+    fixed = recalibrate(model, pd.DataFrame({"x": x_cal[:, 0], "y": y_cal}), split_column=None)
+    assert fixed.calibration.split == "all"
+    u = predictive_cdf(fixed, x_new, y_new)[:, 0]
+    for level in (0.6827, 0.9545):
+        mc = math.sqrt(level * (1 - level) * (1 / 4000 + 1 / 2000))
+        raw = np.mean((u >= (1 - level) / 2) & (u <= (1 + level) / 2))
+        lo, hi = fixed.calibration.model_levels([(1 - level) / 2, (1 + level) / 2])[:, 0]
+        assert abs(raw - level) > 3 * mc, (level, raw)  # expected: 5.7 and 3.8 MC stds
+        assert abs(np.mean((u >= lo) & (u <= hi)) - level) < 4 * mc
+
+
+def test_recalibrated_tail_levels_below_one_in_2000_get_enough_samples():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3000, 1))
+    y = x[:, 0] + rng.normal(size=3000)
+    model = recalibrate(linear_model(0.9), x, y)  # 10 % too narrow: 3 sigma maps to a tail level < 1/2000
+    lo_q, hi_q = model.calibration.model_levels([(1 - 0.9973) / 2, (1 + 0.9973) / 2])[:, 0]
+    assert 1e-4 < lo_q < 1 / 2000 and 1e-4 < 1 - hi_q < 1 / 2000
+    x_new = x[:200]
+
+    # the bounds' tail probabilities under the model's exact N(x, 0.9^2), averaged over points
+    def tails(pred):
+        p_lo = stats.norm.cdf((pred.lower[0.9973][:, 0] - x_new[:, 0]) / 0.9)
+        p_hi = stats.norm.sf((pred.upper[0.9973][:, 0] - x_new[:, 0]) / 0.9)
+        return np.mean(p_lo) / lo_q, np.mean(p_hi) / (1 - hi_q)
+
+    default = tails(predict(model, x_new, levels=(0.9973,)))  # raised sample count
+    assert all(abs(r - 1) < 0.25 for r in default), default
+    few = tails(predict(model, x_new, levels=(0.9973,), num_noise_samples=2000))  # the raw default count
+    assert all(r > 1.5 for r in few), few  # 2,000 samples cannot resolve these levels
+
+
+# --------------------------------------------------------------------------- errors, files
+
+
+def test_recalibrate_refuses_classifiers_and_bad_rows():
+    mlp = parse_architecture("2-3")
+    d = sum(a * b + b for a, b in zip(mlp.widths[:-1], mlp.widths[1:]))
+    hyper = Hyperparameters(np.ones((1, 2)), np.ones((1, 2, 1)), np.ones((1, 2, 1)))
+    clf = FittedModel(
+        bnn=BNN(mlp, likelihood=Categorical()),
+        draws=PosteriorDraws(np.zeros((1, 2, d)), hyper),
+        x_transform=Standardizer(np.zeros(2), np.ones(2)),
+        y_transform=TargetTransform(False, Standardizer(np.zeros(1), np.ones(1))),
+        feature_names=("a", "b"),
+        target_name="label",
+    )
+    with pytest.raises(InputError, match="classifier"):
+        recalibrate(clf, np.zeros((30, 2)), np.zeros(30))
+    model = linear_model(1.0)
+    with pytest.raises(DataError, match="at least 20"):
+        recalibrate(model, np.zeros((5, 1)), np.zeros(5))
+    table = pd.DataFrame({"x": np.zeros(30), "y": np.zeros(30), "split": ["train"] * 30})
+    with pytest.raises(DataError, match="no rows with split == 'val'"):
+        recalibrate(model, table)
+    with pytest.raises(DataError, match="target column 'y'"):
+        recalibrate(model, table.drop(columns=["y"]), split="train")
+
+
+def test_calibration_survives_save_and_load_and_old_files_still_load(tmp_path):
+    rng = np.random.default_rng(6)
+    model = linear_model(1.5)
+    x = rng.normal(size=(50, 1))
+    fixed = recalibrate(model, x, x[:, 0] + rng.normal(size=50))
+    path = save_model(fixed, tmp_path / "m.model")
+    header = json.loads((path / "model.json").read_text())
+    assert header["calibration"]["split"] == "val" and header["calibration"]["n"] == 50
+    back = load_model(path)
+    np.testing.assert_array_equal(back.calibration.pit, fixed.calibration.pit)
+    a, b = predict(fixed, x, levels=LEVELS), predict(back, x, levels=LEVELS)
+    for level in LEVELS:
+        np.testing.assert_array_equal(a.lower[level], b.lower[level])
+    old = save_model(model, tmp_path / "old.model")  # no calibration: the header has no such field
+    assert "calibration" not in json.loads((old / "model.json").read_text())
+    assert load_model(old).calibration is None
+    header["calibration"]["pit"][0] = [1.5]
+    (path / "model.json").write_text(json.dumps(header))
+    with pytest.raises(ModelFileError, match="invalid calibration"):
+        load_model(path)
+    header["calibration"] = {"method": "quantile", "split": "val", "n": 3, "pit": [[0.1], [0.2]]}
+    (path / "model.json").write_text(json.dumps(header))
+    with pytest.raises(ModelFileError, match="calibration n"):
+        load_model(path)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _files(tmp_path):
+    rng = np.random.default_rng(7)
+    model_path = save_model(linear_model(1.5), tmp_path / "m.model")
+    x = rng.normal(size=120)
+    split = np.array(["train"] * 60 + ["val"] * 60)
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"x": x, "y": x + rng.normal(size=120), "split": split}).to_csv(data, index=False)
+    return model_path, data
+
+
+def _one_line_error(capsys, argv, needle):
+    code = main(argv)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_cli_recalibrate_writes_a_recalibrated_model(tmp_path, capsys):
+    model_path, data = _files(tmp_path)
+    assert main(["recalibrate", str(model_path), str(data), "--out", str(tmp_path / "new.model")]) == 0
+    assert "recalibrated on 60 rows (val)" in capsys.readouterr().out
+    assert load_model(tmp_path / "new.model").calibration.n == 60
+
+
+def test_cli_recalibrate_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):
+    model_path, data = _files(tmp_path)
+    out = str(tmp_path / "new.model")
+    _one_line_error(capsys, ["recalibrate", str(tmp_path / "none.model"), str(data), "--out", out], "none.model")
+    _one_line_error(capsys, ["recalibrate", str(model_path), str(tmp_path / "no.csv"), "--out", out], "no.csv")
+    _one_line_error(capsys, ["recalibrate", str(model_path), str(data), "--out", out, "--split", "test"], "'test'")
+    assert not (tmp_path / "new.model").exists()
+
+
+def test_cli_train_recalibrate_without_validation_rows_is_one_line(tmp_path, capsys):
+    _, data = _files(tmp_path)
+    argv = ["train", str(data), "--target", "y", "--features", "x", "--split", "1,0,0", "--recalibrate"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "t.model"), "-q"], "validation rows")
+    assert not (tmp_path / "t.model").exists()
+
+
+def test_calibration_report_shows_raw_and_recalibrated_coverage(tmp_path):
+    from sigmabnn.evaluate.report import calibration_report
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=600)
+    table = pd.DataFrame({"x": x, "y": x + rng.normal(size=600), "split": ["val"] * 300 + ["test"] * 300})
+    model = recalibrate(linear_model(1.5), table)
+    result = calibration_report(model, table, tmp_path / "report")
+    rec = result.metrics["test"]["recalibration"]
+    u = predictive_cdf(model, table[300:], table["y"][300:])[:, 0]
+    assert rec["raw"]["0.6827"] == pytest.approx(np.mean(np.abs(u - 0.5) <= 0.6826894921 / 2))
+    assert rec["raw"]["0.6827"] > 0.8 and abs(rec["recalibrated"]["0.6827"] - 0.6827) < 0.08
+    assert sum(rec["pit_histogram"]) == 300
+    text = result.markdown.read_text()
+    assert "### Recalibration" in text and "300 `val` rows" in text
+    plain = calibration_report(linear_model(1.5), table, tmp_path / "plain")
+    assert "recalibration" not in plain.metrics["test"] and "### Recalibration" not in plain.markdown.read_text()
+
+
+def test_nlo_recommended_and_demo_configs_recalibrate_on_val(monkeypatch):
+    import sigmabnn.api
+    from sigmabnn.workflows import nlo
+
+    assert nlo.recommended_config().recalibrate and nlo.demo_config().recalibrate
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_fit(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
+    with pytest.raises(Stop):
+        nlo.train_process(0, data=pd.DataFrame({"split": []}))
+    assert seen["recalibrate"] is True and seen["split_column"] == "split"
+    with pytest.raises(Stop):
+        nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate=False)
+    assert seen["recalibrate"] is False
+
+
+def test_two_target_model_is_recalibrated_per_column(tmp_path):
+    model = make_fitted(arch="2-5-2", t=2, chains=1, draws=2)
+    rng = np.random.default_rng(10)
+    x = rng.normal(2.0, 3.0, size=(40, 2))
+    y = predict(model, x, levels=()).mean + rng.normal(size=(40, 2)) * [[0.01, 100.0]]  # column 0 narrow, 1 wide
+    fixed = recalibrate(model, x, y)
+    assert fixed.calibration.pit.shape == (40, 2)
+    lo = fixed.calibration.model_levels([0.15865])[0]
+    assert lo[0] > lo[1]  # the too-wide column maps inwards, the too-narrow one outwards
+    raw, cal = predict(fixed, x, levels=(0.6827,), calibrated=False), predict(fixed, x, levels=(0.6827,))
+    width = {k: p.upper[0.6827] - p.lower[0.6827] for k, p in (("raw", raw), ("cal", cal))}
+    assert np.all(width["cal"][:, 0] < width["raw"][:, 0]) and np.all(width["cal"][:, 1] > width["raw"][:, 1])
+    assert load_model(save_model(fixed, tmp_path / "m")).calibration.pit.shape == (40, 2)
