@@ -251,6 +251,15 @@ def test_cli_recalibrate_writes_a_recalibrated_model(tmp_path, capsys):
     assert main(["recalibrate", str(model_path), str(data), "--out", str(tmp_path / "new.model")]) == 0
     assert "recalibrated on 60 rows (val)" in capsys.readouterr().out
     assert load_model(tmp_path / "new.model").calibration.n == 60
+    assert main(["info", str(tmp_path / "new.model")]) == 0
+    assert "quantile-recalibrated on 60 val rows" in capsys.readouterr().out
+    widths = {}
+    for flag in ([], ["--raw-intervals"]):
+        out = tmp_path / f"p{len(flag)}.csv"
+        assert main(["predict", str(tmp_path / "new.model"), str(data), "--level", "0.68", "-o", str(out), *flag]) == 0
+        p = pd.read_csv(out)
+        widths[bool(flag)] = float(np.median(p["upper_0.68"] - p["lower_0.68"]))
+    assert widths[False] < 0.85 * widths[True]  # the model is 1.5x too wide: recalibration narrows its intervals
 
 
 def test_cli_recalibrate_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys):

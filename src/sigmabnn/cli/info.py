@@ -27,6 +27,9 @@ def describe(fitted: Any) -> dict[str, Any]:
         "derived": fitted.derived,
         "log_target": bool(getattr(fitted.y_transform, "log10", False)),
         "baseline": None if fitted.y_transform.baseline is None else fitted.y_transform.baseline.to_json(),
+        "calibration": None
+        if fitted.calibration is None
+        else {"split": fitted.calibration.split, "rows": fitted.calibration.n},
         "architecture": bnn.mlp.describe(),
         "activations": list(bnn.mlp.activations),
         "likelihood": bnn.likelihood.name,
@@ -63,6 +66,11 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
     if info["derived"]:
         rows.append(("derived", "; ".join(f"{name}={expr}" for name, expr in info["derived"])))
+    cal = info.get("calibration")
+    if cal:
+        rows.append(
+            ("intervals", f"quantile-recalibrated on {cal['rows']} {cal['split']} rows (predict --raw-intervals: not)")
+        )
     base = info.get("baseline")
     if base:
         terms = " + ".join(f"{common.format_value(c[0])}*{f}" for f, c in zip(base["features"], base["coef"]))

@@ -42,6 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="only mean and std columns (no noise samples are drawn: the fastest predictions)",
     )
     p.add_argument(
+        "--raw-intervals",
+        action="store_true",
+        help="for a recalibrated model, the model's own intervals instead of the recalibrated ones",
+    )
+    p.add_argument(
         "--with-inputs", action="store_true", help="copy the columns of DATA in front of the prediction columns"
     )
     p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed for noise samples")
@@ -95,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     fitted = load_model(model_path)
     table = read_table(data_path)
-    pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed))
+    pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
     frame = pd.DataFrame(prediction_columns(pred, levels))
     if args.with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
