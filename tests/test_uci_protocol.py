@@ -244,6 +244,11 @@ def test_variants_and_the_validated_choice(uci):
     assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
     assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
     assert uci.apply_variant(base, "base") == base
+    mid = uci.method_options("nuts", 7373, 8, 50)
+    long = uci.apply_variant(mid, "mid_long")
+    assert long["map"] == uci.apply_variant(mid, "map_long")["map"] and long["num_chains"] == mid["num_chains"]
+    for k in ("num_warmup", "num_samples", "max_tree_depth"):
+        assert long[k] > mid[k]
     with pytest.raises(ValueError, match="NUTS setting"):
         uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
     rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
