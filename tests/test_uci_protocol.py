@@ -244,6 +244,11 @@ def test_variants_and_the_validated_choice(uci):
     assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
     assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
     assert uci.apply_variant(base, "base") == base
+    mid = uci.method_options("nuts", 7373, 8, 50)
+    long = uci.apply_variant(mid, "mid_long")
+    assert long["map"] == uci.apply_variant(mid, "map_long")["map"] and long["num_chains"] == mid["num_chains"]
+    for k in ("num_warmup", "num_samples", "max_tree_depth"):
+        assert long[k] > mid[k]
     with pytest.raises(ValueError, match="NUTS setting"):
         uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
     rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
@@ -300,3 +305,18 @@ def test_validate_cells_label_variants_on_the_base_settings(uci, tmp_path):
     assert {c[2] for c in plain} == {m for m in uci.METHODS if uci.method_runs(m, "wine-quality-red")}
     with pytest.raises(ValueError, match="unknown variant"):
         uci.cells_for(uci.parse_args(["--validate", "--variants", "base,bogus"]), root, ["wine-quality-red"], ["nuts"])
+
+
+def test_stale_records_are_those_run_with_other_settings(uci):
+    """A record whose options differ from today's method_options (e.g. before a validated change) is flagged."""
+    import json
+
+    n, p, h = uci.SIZES["kin8nm"]
+    opts = uci.method_options("nuts", n, p, h, dataset="kin8nm")
+    as_run = json.loads(json.dumps({k: (v._asdict() if hasattr(v, "_asdict") else v) for k, v in opts.items()
+                                    if k != "progress"}))  # fmt: skip
+    rec = lambda split, options: {"dataset": "kin8nm", "method": "nuts", "split": split, "n_train": n,
+                                  "options": options}  # fmt: skip
+    assert uci.stale_records([rec(0, as_run)]) == {}
+    older = as_run | {"max_tree_depth": as_run["max_tree_depth"] + 1}
+    assert uci.stale_records([rec(0, as_run), rec(3, older), rec(1, older)]) == {("kin8nm", "nuts"): [3, 1]}
