@@ -217,12 +217,15 @@ class TargetTransform:
         """
         if self.baseline is None:
             return None
+        return self.baseline(np.asarray(x, dtype=np.float64)[:, self._baseline_columns(feature_names)])
+
+    def _baseline_columns(self, feature_names: tuple[str, ...] | list[str]) -> list[int]:
+        """Positions of the baseline's features among ``feature_names`` (``ValueError`` if one is absent)."""
         names = list(feature_names)
         missing = [f for f in self.baseline.features if f not in names]
         if missing:
             raise ValueError(f"baseline feature {missing[0]!r} is not one of the model's inputs")
-        cols = [names.index(f) for f in self.baseline.features]
-        return self.baseline(np.asarray(x, dtype=np.float64)[:, cols])
+        return [names.index(f) for f in self.baseline.features]
 
     def standardized_offset(self, x_transform: Standardizer, feature_names: tuple[str, ...] | list[str]):
         """``(b0 [t], w [p, t])`` float64 with ``offset = b0 + z @ w`` at standardised inputs ``z`` ``[n, p]``.
@@ -234,10 +237,8 @@ class TargetTransform:
         w = np.zeros((len(feature_names), t))
         if self.baseline is None:
             return b0, w
-        names = list(feature_names)
         b0 = self.baseline.intercept.copy()
-        for k, f in enumerate(self.baseline.features):
-            j = names.index(f)
+        for k, j in enumerate(self._baseline_columns(feature_names)):
             w[j] += self.baseline.coef[k] * x_transform.std[j]
             b0 += self.baseline.coef[k] * x_transform.mean[j]
         return b0, w

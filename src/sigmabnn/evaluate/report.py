@@ -161,15 +161,18 @@ def _usable(fitted: Any, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return rows.loc[ok], int((~ok).sum())
 
 
-def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any) -> dict[str, _Scored]:
-    """Predict all splits in one pass (one compilation), then slice per split."""
+def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any, with_pit: bool = False) -> dict[str, _Scored]:
+    """Predict all splits in one pass (one compilation), then slice per split.
+
+    ``with_pit``: also each row's exact PIT (models with a calibration only; a second network pass).
+    """
     from sigmabnn.predict import predict
 
     rows = pd.concat(list(parts.values()))
     pred = predict(fitted, rows, levels=INTERVAL_LEVELS, rng_key=rng_key)
     space = pred.log_space if fitted.log_target else pred
     pit = None
-    if fitted.calibration is not None:
+    if with_pit and fitted.calibration is not None:
         from sigmabnn.predict import predictive_cdf
 
         pit = predictive_cdf(fitted, rows, rows[fitted.target_name].to_numpy(np.float64))[:, 0]
@@ -523,7 +526,7 @@ def calibration_report(
             dropped[name] = n_bad
     if not parts:
         raise DataError("no rows with a valid target to score")
-    scored = _score(fitted, parts, rng_key)
+    scored = _score(fitted, parts, rng_key, with_pit=True)
     metrics = {
         name: split_metrics(s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target)
         for name, s in scored.items()

@@ -39,7 +39,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from sigmabnn.data.features import is_helper
+from sigmabnn.data.features import as_derived, is_helper
 from sigmabnn.map import MAPConfig
 from sigmabnn.model.likelihoods import HeteroscedasticStudentT
 from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process, process_features
@@ -320,7 +320,7 @@ class NLOConfig(NamedTuple):
     @property
     def num_derived_inputs(self) -> int:
         """Derived features that are network inputs (helpers, names starting with ``_``, are not)."""
-        return sum(not is_helper(d.split("=", 1)[0].strip()) for d in self.derive)
+        return sum(not is_helper(as_derived(d).name) for d in self.derive)
 
     @property
     def architecture(self) -> str:
@@ -374,7 +374,7 @@ def recommended_config(process: Process | str = "1000022,1000022", **overrides: 
         raise ValueError(f"unknown NLOConfig field {unknown[0]!r}; valid: {', '.join(NLOConfig._fields)}")
     config = config._replace(**overrides)
     if "baseline" not in overrides:
-        has_lpint = any(d.split("=", 1)[0].strip() == "lpint" for d in config.derive)
+        has_lpint = any(as_derived(d).name == "lpint" for d in config.derive)
         config = config._replace(baseline=("lpint",) if has_lpint else ())
     return config
 
