@@ -116,8 +116,12 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     """Where one chunk's time goes: network forward pass, the whole device part, host sort, XLA sort.
 
     The chunk is the one ``predict`` uses for large batches; times are medians
-    of 5 calls, in milliseconds per chunk. ``second_layer_matmul_ms``: the
-    second layer's ``[c, 20] x [20, 20]`` products of all networks alone, with
+    of 5 calls, in milliseconds per chunk. ``forward_ms`` is the forward pass as
+    ``predict`` runs it (groups of ``NETWORK_GROUP`` networks, points-last hidden
+    units); ``forward_vmapped_ms`` the same networks at the same points evaluated
+    the plain way, ``jax.vmap`` of the network over all ``T`` at once (the layout
+    ``predict`` used before), side by side in this process. ``second_layer_matmul_ms``: the
+    second layer's products of all networks alone (as ``predict`` runs them), with
     the number of cores it kept busy (CPU time over wall time). ``tanh_per_s``: XLA's tanh alone on
     4 million values of each dtype, and the cores it kept busy (``tanh_cores``):
     the ceiling it puts on the forward pass.
@@ -131,28 +135,32 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     n_big = 10**5
     t_nets = fitted.num_networks
     s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
-    width = max(fitted.bnn.mlp.widths)
-    c = predict_module._effective_chunk(n_big, 65536, max(t_nets * width, 2 * s, 6 * t_nets))
+    c = predict_module._effective_chunk(n_big, 65536, max(predict_module._per_point_elements(fitted), 2 * s))
     model = predict_module._device_model(fitted)
     z = rng.normal(size=(c, 5)).astype(fitted.bnn.dtype)
-    forward = jax.jit(lambda m, z: predict_module._per_draw(fitted.bnn, m.params, m.noise_precision, z, None))
-    fn = predict_module._chunk_fn(fitted.bnn, s, True, False, False)
-    moments_fn = predict_module._chunk_fn(fitted.bnn, 0, True, False, False)
+    forward = jax.jit(lambda m, z: predict_module._per_draw(fitted.bnn, m, z, None, t_nets))
+    flat = jax.numpy.asarray(np.asarray(fitted.draws.positions).reshape(t_nets, -1), fitted.bnn.jdtype)
+    params = jax.jit(jax.vmap(fitted.bnn.unflatten))(flat)
+    vmapped = jax.jit(lambda p, z: jax.vmap(lambda q: fitted.bnn.apply(q, z))(p))
+    fn = predict_module._chunk_fn(fitted.bnn, t_nets, s, True, False, False)
+    moments_fn = predict_module._chunk_fn(fitted.bnn, t_nets, 0, True, False, False)
     args = (model, z, None, jax.random.key(0), 0, None)
     draws = np.asarray(fn(*args)["draws"])
     xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
     on_device = jax.numpy.asarray(draws)
-    hidden = jax.numpy.asarray(rng.normal(size=(t_nets, c, 20)), fitted.bnn.jdtype)
-    second = jax.jit(lambda h, w: jax.lax.dot_general(h, w, (((2,), (1,)), ((0,), (0,)))))
-    second_ms, second_cores = _median_ms_and_cores(
-        lambda: jax.block_until_ready(second(hidden, model.params[1].kernel))
-    )
+    kernel = model.params[1].kernel  # [k, G, 20, 20]
+    hidden = jax.numpy.asarray(rng.normal(size=kernel.shape[:2] + (20, c)), fitted.bnn.jdtype)
+    second = jax.jit(lambda h, w: jax.numpy.einsum("kgio,kgin->kgon", w, h))
+    second_ms, second_cores = _median_ms_and_cores(lambda: jax.block_until_ready(second(hidden, kernel)))
     return {
         "chunk_points": c,
+        "network_group": predict_module._network_groups(t_nets)[1],
+        "predict_threads": predict_module.PREDICT_THREADS,
         "second_layer_matmul_ms": second_ms,
         "second_layer_matmul_cores": second_cores,
         "noise_samples_per_point": s,
         "forward_ms": _median_ms(lambda: jax.block_until_ready(forward(model, z))),
+        "forward_vmapped_ms": _median_ms(lambda: jax.block_until_ready(vmapped(params, z))),
         "moments_device_part_ms": _median_ms(lambda: jax.block_until_ready(moments_fn(*args))),
         "device_part_ms": _median_ms(lambda: jax.block_until_ready(fn(*args))),
         "host_sort_and_quantiles_ms": _median_ms(
@@ -271,6 +279,15 @@ def markdown(out: dict) -> str:
             f"{b['device_part_ms']:.1f} | {b['host_sort_and_quantiles_ms']:.1f} | {b['xla_sort_ms']:.1f} |",
             "",
         ]
+        if "forward_vmapped_ms" in b:
+            lines.append(
+                f"The forward pass as `predict` runs it (the networks in groups of {b['network_group']}, "
+                f"hidden units points-last) took {b['forward_ms']:.1f} ms; the same networks vmapped all at "
+                f"once, the layout `predict` used before, {b['forward_vmapped_ms']:.1f} ms "
+                f"({b['forward_vmapped_ms'] / b['forward_ms']:.2f}x), measured side by side in this process. "
+                f"The times above are one chunk in one thread; `predict` runs chunks in "
+                f"{b['predict_threads']} threads (`PREDICT_THREADS`, the usable cores)."
+            )
         rate = b["chunk_points"] * 1000 * 40 / b["forward_ms"] * 1e3
         lines.append(
             f"The forward pass ran at {rate / 1e6:.1f} million tanh per second (1,000 networks x 40 hidden units "
@@ -293,7 +310,7 @@ def markdown(out: dict) -> str:
                 f"Those products alone took {b['second_layer_matmul_ms']:.1f} ms of the chunk's "
                 f"{b['forward_ms']:.1f} ms forward pass, on {b['second_layer_matmul_cores']:.1f} cores (CPU time "
                 f"over wall time): {b['chunk_points'] * 400_000 / b['second_layer_matmul_ms'] / 1e6:.1f} billion "
-                "multiply-adds per second, batched over 1,000 small matrices."
+                "multiply-adds per second."
             )
     lines += ["", *out.get("notes", [])]
     return "\n".join(lines) + "\n"

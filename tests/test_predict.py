@@ -64,9 +64,14 @@ def numpy_forward(fitted, x):
     return np.array(mus), np.array(variances)
 
 
-@pytest.mark.parametrize("log10", [False, True])
-def test_moments_match_brute_force(log10):
-    f = make_fitted(log10=log10)
+@pytest.mark.parametrize(
+    ("log10", "chains", "draws"),
+    # 101 networks run as 3 groups of 34, the last padded with one copy that must not count
+    [(False, 2, 4), (True, 2, 4), (True, 1, 101)],
+)
+def test_moments_match_brute_force(log10, chains, draws):
+    f = make_fitted(log10=log10, chains=chains, draws=draws)
+    assert predict_module._network_groups(f.num_networks) == ((3, 34) if draws == 101 else (1, chains * draws))
     x = np.random.default_rng(1).normal(2.0, 3.0, size=(7, 2))
     p = predict(f, x)
     mu, var = numpy_forward(f, x)
@@ -128,12 +133,18 @@ def test_lognormal_intervals_are_quantiles_not_gaussian():
     assert abs((p.upper[0.95][0, 0] - p.mean[0, 0]) - (p.mean[0, 0] - p.lower[0.95][0, 0])) > 0.1 * exact_std
 
 
-def test_chunking_gives_identical_results():
+@pytest.mark.parametrize("threads", [1, 3])
+def test_chunking_gives_identical_results(threads, monkeypatch):
     f = make_fitted(log10=True)
     x = np.random.default_rng(2).normal(size=(37, 2))
     key = jax.random.key(7)
     one = predict(f, x, rng_key=key, covariance=True)
-    many = predict(f, x, rng_key=key, covariance=True, chunk_size=8)
+    monkeypatch.setattr(predict_module, "PREDICT_THREADS", threads)  # 5 chunks: in order, in 1 or 3 threads
+    many = predict(f, x, rng_key=key, covariance=True, chunk_size=8, return_samples=True)
+    np.testing.assert_array_equal(
+        many.log_space.samples[:, :8],
+        predict(f, x[:8], rng_key=key, return_samples=True, num_noise_samples=many.samples.shape[0]).log_space.samples,
+    )
     for a, b in [(one, many), (one.log_space, many.log_space)]:
         for name in ("mean", "std", "epistemic_std", "aleatoric_std", "covariance"):
             np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-300)
@@ -148,6 +159,7 @@ def test_no_recompilation_for_same_chunk():
     f = make_fitted(seed=3)
     fn = predict_module._chunk_fn(
         f.bnn,
+        f.num_networks,
         f.num_networks * math.ceil(2000 / f.num_networks),
         False,
         False,
@@ -184,8 +196,9 @@ def test_dataframe_input_recomputes_derived_features():
         predict(f, df.drop(columns="b"))
 
 
-def test_log_predictive_density_matches_mixture():
-    f = make_fitted(log10=True)
+@pytest.mark.parametrize("draws", [4, 101])
+def test_log_predictive_density_matches_mixture(draws):
+    f = make_fitted(log10=True, chains=1, draws=draws)
     x = np.random.default_rng(6).normal(size=(5, 2))
     y = 10.0 ** np.random.default_rng(7).normal(1.0, 0.3, size=5)
     mu, var = numpy_forward(f, x)

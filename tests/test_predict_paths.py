@@ -65,7 +65,7 @@ def test_no_intervals_gives_the_same_moments_without_noise():
         for name in ("mean", "std", "epistemic_std", "aleatoric_std"):
             np.testing.assert_array_equal(getattr(space_moments, name), getattr(space_full, name))
     # the compiled chunk function of a call without intervals draws no noise samples
-    fn = predict_module._chunk_fn(f.bnn, 0, True, False, False)
+    fn = predict_module._chunk_fn(f.bnn, f.num_networks, 0, True, False, False)
     model = predict_module._device_model(f)
     out = fn(model, np.zeros((1, 2)), None, jax.random.key(0), 0, None)
     assert "draws" not in out

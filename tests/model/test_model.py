@@ -17,6 +17,7 @@ from sigmabnn.model import (
     HeteroscedasticGaussian,
     KnownNoiseGaussian,
     forward,
+    forward_ensemble,
     init_params,
     make_logdensity,
     num_params,
@@ -69,6 +70,26 @@ def test_forward_matches_numpy():
     (w1, b1), (w2, b2) = [(np.asarray(layer.kernel), np.asarray(layer.bias)) for layer in params]
     expected = np.tanh(x @ w1 + b1) @ w2 + b2
     np.testing.assert_allclose(np.asarray(forward(mlp, params, jnp.asarray(x))), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("arch", "activation", "dtype", "rtol"),
+    [
+        ("5-20-20-1", "tanh", "float64", 1e-12),
+        ("3-7-2", "relu", "float64", 1e-12),
+        ("4-6-5-3", "silu", "float32", 1e-5),
+    ],
+)
+def test_forward_ensemble_is_every_network_at_the_same_inputs(arch, activation, dtype, rtol):
+    mlp = parse_architecture(arch, activation=activation)
+    keys = jax.random.split(jax.random.key(1), 7)
+    params = jax.vmap(lambda k: init_params(k, mlp, dtype=jnp.dtype(dtype)))(keys)
+    params = jax.tree.map(lambda a: a + 0.3 * jax.random.normal(jax.random.key(2), a.shape, a.dtype), params)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(11, mlp.input_dim)), dtype)
+    out = forward_ensemble(mlp, params, x)
+    assert out.shape == (7, 11, mlp.output_dim) and out.dtype == jnp.dtype(dtype)
+    expected = np.stack([np.asarray(forward(mlp, jax.tree.map(lambda a, t=t: a[t], params), x)) for t in range(7)])
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=rtol, atol=rtol)
 
 
 def test_rbf_is_stable_for_huge_inputs():

@@ -11,7 +11,16 @@ from sigmabnn.model.likelihoods import (
     StudentT,
     noise_df,
 )
-from sigmabnn.model.mlp import MLP, Layer, Params, forward, init_params, num_params, parse_architecture
+from sigmabnn.model.mlp import (
+    MLP,
+    Layer,
+    Params,
+    forward,
+    forward_ensemble,
+    init_params,
+    num_params,
+    parse_architecture,
+)
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
 from sigmabnn.model.priors import GaussianPrior
 
@@ -31,6 +40,7 @@ __all__ = [
     "Params",
     "StudentT",
     "forward",
+    "forward_ensemble",
     "init_params",
     "make_logdensity",
     "noise_df",
