@@ -268,6 +268,29 @@ def _chunks(n: int, c: int):
         yield start, min(start + c, n)
 
 
+def _map_chunks(n: int, c: int, launch: Any, finish: Any):
+    """``finish(*launch(start, stop))`` for every chunk of ``n`` points in chunks of ``c``, yielded in order.
+
+    ``launch`` dispatches a chunk's jitted computation (asynchronous), ``finish`` waits for it and
+    does the host's part. Chunks run side by side in ``PREDICT_THREADS`` threads; with one thread
+    the next chunk is launched before this one is finished, so the device computes while the host
+    works. No value depends on the threads: a point's noise depends on its index alone.
+    """
+    bounds = list(_chunks(n, c))
+    threads = min(PREDICT_THREADS, len(bounds))
+    if threads > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            yield from pool.map(lambda b: finish(*launch(*b)), bounds)
+        return
+    pending = None
+    for start, stop in bounds:
+        launched = launch(start, stop)
+        if pending is not None:
+            yield finish(*pending)
+        pending = launched
+    yield finish(*pending)
+
+
 def _pad(a: np.ndarray, c: int) -> np.ndarray:
     if a.shape[0] == c:
         return a
@@ -696,23 +719,8 @@ def _predict_matrix(
         if want_lpd:
             lpd_parts.append(np.asarray(out["lpd"])[:m])
 
-    bounds = list(_chunks(n, c))
-    threads = min(PREDICT_THREADS, len(bounds))
-    if threads == 1:
-        # Dispatch is asynchronous: the next chunk runs on the device while the host sorts this one.
-        pending = None
-        for start, stop in bounds:
-            launched = launch(start, stop)
-            if pending is not None:
-                collect(*finish(*pending))
-            pending = launched
-        collect(*finish(*pending))
-    else:
-        # Each thread runs whole chunks (device part, then the host's sort); results are collected
-        # in order. The noise of point i depends on i alone, so the threads do not change any value.
-        with ThreadPoolExecutor(threads) as pool:
-            for done in pool.map(lambda b: finish(*launch(*b)), bounds):
-                collect(*done)
+    for done in _map_chunks(n, c, launch, finish):
+        collect(*done)
     lpd = np.concatenate(lpd_parts) if want_lpd else None
     log_pred = _assemble(parts["log"], lv, bool(covariance), bool(return_samples), None)
     if not log10:
@@ -758,12 +766,12 @@ def _pointwise(fitted: FittedModel, x_raw: Any, y_raw: Any, kind: str, chunk_siz
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
-    parts = []
-    for start, stop in _chunks(n, c):
-        zc = _pad(z[start:stop], c)
-        yc = _pad(y_model[start:stop], c)
+
+    def launch(start: int, stop: int):
         nc = None if nstd is None else _pad(nstd[start:stop], c)
-        parts.append(np.asarray(fn(model, zc, nc, yc))[: stop - start])
+        return stop - start, fn(model, _pad(z[start:stop], c), nc, _pad(y_model[start:stop], c))
+
+    parts = list(_map_chunks(n, c, launch, lambda m, out: np.asarray(out)[:m]))
     return (np.concatenate(parts) if parts else np.zeros((0,) + (() if kind == "lpd" else (y.shape[1],)))), y
 
 
