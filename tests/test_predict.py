@@ -16,7 +16,7 @@ from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.model import BNN, Categorical, Gaussian, Hyperparameters, num_params, parse_architecture
-from sigmabnn.predict import log_predictive_density, predict
+from sigmabnn.predict import log_predictive_density, predict, predictive_cdf
 
 LN10 = math.log(10.0)
 
@@ -251,3 +251,13 @@ def test_target_baseline_shifts_every_log_space_quantity_exactly(tmp_path):
     loaded = load_model(tmp_path / "m.model")
     np.testing.assert_array_equal(predict(loaded, x).mean, predict(shifted, x).mean)
     assert loaded.y_transform.baseline.features == ("x1",)
+
+
+def test_scores_from_the_prediction_pass_match_the_separate_passes():
+    f = make_fitted(log10=True, chains=1, draws=101)
+    x = np.random.default_rng(8).normal(size=(9, 2))
+    y = 10.0 ** np.random.default_rng(9).normal(1.0, 0.3, size=9)
+    pred, scores = predict_module._predict_matrix(f, x, y_log=np.log10(y)[:, None])
+    np.testing.assert_allclose(scores["pit"], predictive_cdf(f, x, y), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(scores["lpd"], log_predictive_density(f, x, y)["log"], rtol=1e-12)
+    np.testing.assert_array_equal(pred.mean, predict(f, x).mean)

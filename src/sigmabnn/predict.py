@@ -377,6 +377,12 @@ def mixture_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> A
     return g.mean(0)
 
 
+def _mixture_pit(mu: Array, var: Array, y: Array, df: float | None) -> Array:
+    """:func:`mixture_cdf` of per-network means and variances ``[T, c, t]`` at ``y`` ``[c, t]``."""
+    scale = jnp.sqrt(var if df is None else var * ((df - 2.0) / df))
+    return mixture_cdf(mu, scale, y, df)
+
+
 def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float | None) -> Array:
     """Noise of unit variance ``[c, S, t]`` for the points ``index`` ``[c]`` (``shape = (S, t)``).
 
@@ -409,9 +415,12 @@ def _chunk_fn(
     num_samples: int,
     log10: bool,
     want_cov: bool,
-    want_lpd: bool = False,
+    want_scores: bool = False,
 ):
     """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points.
+
+    With ``want_scores``, also each point's log predictive density of ``y_log`` (``"lpd"`` ``[c]``,
+    log space) and its exact PIT (``"pit"`` ``[c, t]``), from the same network pass.
 
     ``model`` is the :class:`_DeviceModel`; ``z`` ``[c, p]`` the standardised inputs of the
     points ``start .. start + c - 1`` (their indices pick the noise keys). Compiled once per
@@ -430,8 +439,9 @@ def _chunk_fn(
         var = var * jnp.square(model.y_scale)
         t_nets = mu.shape[0]
         out = {"log": _moments(mu, var, want_cov)}
-        if want_lpd:
+        if want_scores:
             out["lpd"] = _mixture_log_density(mu, var, y_log, df)
+            out["pit"] = _mixture_pit(mu, var, y_log, df)
         if log10:
             out["orig"] = _lognormal_moments(mu, var, want_cov)
         if num_samples > 0:
@@ -661,9 +671,10 @@ def _predict_matrix(
     noise_std: Any = None,
     y_log: np.ndarray | None = None,
     calibrated: bool = True,
-) -> tuple[Prediction, np.ndarray | None]:
+) -> tuple[Prediction, dict[str, np.ndarray] | None]:
     """:func:`predict` on a checked feature matrix; with ``y_log`` ``[n, t]`` (log-space targets)
-    also the per-point log predictive density of ``y_log`` ``[n]``, from the same network pass."""
+    also the scores of ``y_log`` from the same network pass: ``{"lpd": [n], "pit": [n, t]}``, the
+    per-point log predictive density (log space) and the exact PIT (:func:`predictive_cdf`)."""
     _check_regression(fitted.bnn)
     lv = _levels(levels)
     n = x.shape[0]
@@ -681,22 +692,22 @@ def _predict_matrix(
     sampled = qs or return_samples  # without intervals or samples no noise is drawn
     c = _effective_chunk(n, chunk_size, max(_per_point_elements(fitted), 2 * s * t if sampled else 0))
 
-    want_lpd = y_log is not None
-    fn = _chunk_fn(fitted.bnn, t_nets, s if sampled else 0, log10, bool(covariance), want_lpd)
+    want_scores = y_log is not None
+    fn = _chunk_fn(fitted.bnn, t_nets, s if sampled else 0, log10, bool(covariance), want_scores)
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
     y_log = None if y_log is None else np.asarray(y_log, np.float64)
     spaces = ("log", "orig") if log10 else ("log",)
     parts: dict[str, dict[str, list]] = {sp: {} for sp in spaces}
-    lpd_parts: list[np.ndarray] = []
+    score_parts: dict[str, list[np.ndarray]] = {"lpd": [], "pit": []}
 
     def launch(start: int, stop: int):
         # NumPy chunks go straight to the jitted function (its argument transfer is cheaper
         # than a separate jnp.asarray per array).
         zc = _pad(z[start:stop], c)
         nc = None if nstd is None else _pad(nstd[start:stop], c)
-        yc = _pad(y_log[start:stop], c) if want_lpd else None
+        yc = _pad(y_log[start:stop], c) if want_scores else None
         return stop - start, fn(model, zc, nc, key, start, yc)
 
     def finish(m: int, out: dict) -> tuple[int, dict, np.ndarray | None, dict | None]:
@@ -716,16 +727,17 @@ def _predict_matrix(
             if return_samples:
                 samples = np.moveaxis(draws, -1, 0)  # [S, m, t]
                 parts[sp].setdefault("samples", []).append(samples if sp == "log" else np.power(10.0, samples))
-        if want_lpd:
-            lpd_parts.append(np.asarray(out["lpd"])[:m])
+        if want_scores:
+            for k, v in score_parts.items():
+                v.append(np.asarray(out[k])[:m])
 
     for done in _map_chunks(n, c, launch, finish):
         collect(*done)
-    lpd = np.concatenate(lpd_parts) if want_lpd else None
+    scores = {k: np.concatenate(v) for k, v in score_parts.items()} if want_scores else None
     log_pred = _assemble(parts["log"], lv, bool(covariance), bool(return_samples), None)
     if not log10:
-        return log_pred, lpd
-    return _assemble(parts["orig"], lv, bool(covariance), bool(return_samples), log_pred), lpd
+        return log_pred, scores
+    return _assemble(parts["orig"], lv, bool(covariance), bool(return_samples), log_pred), scores
 
 
 # --------------------------------------------------------------------------- log predictive density
@@ -739,8 +751,7 @@ def _pointwise_fn(bnn: BNN, num_networks: int, kind: str):
     def run(model, z, noise_std, y_model):
         mu, var = _per_draw(bnn, model, z, noise_std, num_networks)
         if kind == "cdf":  # the CDF is invariant under the affine model -> log space map
-            scale = jnp.sqrt(var if df is None else var * ((df - 2.0) / df))
-            return mixture_cdf(mu, scale, y_model, df)
+            return _mixture_pit(mu, var, y_model, df)
         # model-space density, then the Jacobian of model space -> log space
         return _mixture_log_density(mu, var, y_model, df) - jnp.sum(jnp.log(model.y_scale))
 

@@ -192,10 +192,10 @@ def evaluate(
     if fitted.log_target and np.any(~(y > 0)):
         raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
     y_log = fitted.y_transform.to_log_space(y)
-    pred, lpd_log = _predict_matrix(fitted, x, levels=levels, rng_key=rng_key, chunk_size=chunk_size, y_log=y_log)
-    lpd = {"log": lpd_log}
+    pred, scores = _predict_matrix(fitted, x, levels=levels, rng_key=rng_key, chunk_size=chunk_size, y_log=y_log)
+    lpd = {"log": scores["lpd"]}
     if fitted.log_target:
-        lpd["orig"] = lpd_log - np.sum(np.log(y * math.log(10.0)), axis=1)  # density of y = 10**u
+        lpd["orig"] = scores["lpd"] - np.sum(np.log(y * math.log(10.0)), axis=1)  # density of y = 10**u
     out: dict[str, Any] = {"n": int(x.shape[0]), "target": fitted.target_name}
     if fitted.log_target:
         lp = pred.log_space

@@ -164,18 +164,18 @@ def _usable(fitted: Any, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any, with_pit: bool = False) -> dict[str, _Scored]:
     """Predict all splits in one pass (one compilation), then slice per split.
 
-    ``with_pit``: also each row's exact PIT (models with a calibration only; a second network pass).
+    ``with_pit``: also each row's exact PIT (kept for models with a calibration only), from the
+    same network pass.
     """
-    from sigmabnn.predict import predict
+    from sigmabnn.predict import _predict_matrix, feature_matrix_for
 
     rows = pd.concat(list(parts.values()))
-    pred = predict(fitted, rows, levels=INTERVAL_LEVELS, rng_key=rng_key)
+    x = feature_matrix_for(fitted, rows)
+    want_pit = with_pit and fitted.calibration is not None
+    y_log = fitted.y_transform.to_log_space(rows[[fitted.target_name]].to_numpy(np.float64)) if want_pit else None
+    pred, scores = _predict_matrix(fitted, x, levels=INTERVAL_LEVELS, rng_key=rng_key, y_log=y_log)
     space = pred.log_space if fitted.log_target else pred
-    pit = None
-    if with_pit and fitted.calibration is not None:
-        from sigmabnn.predict import predictive_cdf
-
-        pit = predictive_cdf(fitted, rows, rows[fitted.target_name].to_numpy(np.float64))[:, 0]
+    pit = scores["pit"][:, 0] if want_pit else None
     out: dict[str, _Scored] = {}
     start = 0
     for name, part in parts.items():
