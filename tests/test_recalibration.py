@@ -314,7 +314,10 @@ def test_nlo_recommended_and_demo_configs_recalibrate_on_val(monkeypatch):
     monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
     with pytest.raises(Stop):
         nlo.train_process(0, data=pd.DataFrame({"split": []}))
-    assert seen["recalibrate"] is True and seen["split_column"] == "split"
+    assert seen["recalibrate"] == nlo.recommended_config().recalibrate_rows and seen["split_column"] == "split"
+    with pytest.raises(Stop):
+        nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate_rows="loo")
+    assert seen["recalibrate"] == "loo"
     with pytest.raises(Stop):
         nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate=False)
     assert seen["recalibrate"] is False

@@ -195,7 +195,7 @@ def fit(
     baseline: Sequence[str] = (),
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    recalibrate: bool = False,
+    recalibrate: bool | str = False,
     **method_options: Any,
 ) -> tuple[Any, dict[str, Any]]:
     """Fit a BNN surrogate to a table (the steps are in the module docstring).
@@ -249,7 +249,9 @@ def fit(
             was started with; :func:`resume` reads them for you).
         recalibrate: quantile-recalibrate the intervals on the validation rows
             (:func:`sigmabnn.recalibration.recalibrate`, Kuleshov et al. 2018); needs validation
-            rows. The report's metrics are those of the raw model.
+            rows. The report's metrics are those of the raw model. ``True`` or ``"heldout"``: on the
+            validation rows' PIT; ``"loo"``: on the training rows' leave-one-out PIT (PSIS; MCMC
+            methods only); ``"loo+heldout"``: on both (``rows`` of that function).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
@@ -319,6 +321,14 @@ def fit(
             raise InputError("the hetero_student_t likelihood learns a scale per point: no noise column or precision")
         learn_noise = False
 
+    if recalibrate is True:
+        recalibrate = "heldout"
+    if recalibrate is not False and recalibrate not in ("heldout", "loo", "loo+heldout"):
+        raise InputError(f"recalibrate must be True, False, 'heldout', 'loo' or 'loo+heldout'; got {recalibrate!r}")
+    if recalibrate and "loo" in recalibrate and method not in MCMC_METHODS:
+        raise InputError(
+            f"recalibrate={recalibrate!r} (leave-one-out PIT) needs MCMC draws ({', '.join(MCMC_METHODS)})"
+        )
     derive = tuple(derive)
     run_args = _run_args(
         target=target, features=None if features is None else list(features), method=method,
@@ -328,7 +338,7 @@ def fit(
         noise_column=noise_column, dtype=dtype, derive=list(derive), method_options=method_options,
         **({"baseline": list(baseline)} if baseline else {}),
         **({"likelihood": likelihood_name, "noise_df": noise_df} if likelihood_name != "gaussian" else {}),
-        **({"recalibrate": True} if recalibrate else {}),
+        **({"recalibrate": True if recalibrate == "heldout" else recalibrate} if recalibrate else {}),
     ) if checkpoint is not None else None  # fmt: skip
     df, source = _read(data)
     derived: tuple[tuple[str, str], ...] = ()
@@ -353,7 +363,7 @@ def fit(
         noise_column=noise_column,
     )
     train, val = prepared.train, prepared.val
-    if recalibrate and val.n == 0:
+    if recalibrate and recalibrate != "loo" and val.n == 0:
         raise InputError("recalibration needs validation rows; this split has none (give a split with a val part)")
     if recalibrate and noise_column is not None:
         raise InputError("recalibration is not supported with a known per-row noise (noise_column)")
@@ -596,7 +606,7 @@ def fit(
     if recalibrate:
         from sigmabnn.recalibration import recalibrate as recalibrate_model
 
-        fitted = recalibrate_model(fitted, val.x, val.y, split="val")
+        fitted = recalibrate_model(fitted, val.x, val.y, split="val", rows=recalibrate, train=(train.x, train.y))
     if checkpoint is not None:
         from sigmabnn.io.model_file import save_model
 

@@ -106,7 +106,9 @@ __all__ = [
     "Prediction",
     "feature_matrix_for",
     "log_predictive_density",
+    "component_cdf",
     "mixture_cdf",
+    "per_draw_predictive",
     "predict",
     "predictive_cdf",
 ]
@@ -338,8 +340,10 @@ def _lognormal_moments(mu: Array, var: Array, want_cov: bool) -> dict[str, Array
     return _moments(m, v, want_cov)
 
 
-def _mixture_log_density(mu: Array, var: Array, y: Array, df: float | None = None) -> Array:
-    """``log (1/T) sum_t prod_j p(y_j; mu_tj, var_tj)`` per point: ``mu``, ``var`` ``[T, c, t]``, ``y`` ``[c, t]``.
+def _component_log_density(mu: Array, var: Array, y: Array, df: float | None = None) -> Array:
+    """``log prod_j p(y_j; mu_tj, var_tj)`` ``[T, c]`` per network and point.
+
+    ``mu``, ``var``: ``[T, c, t]``; ``y``: ``[c, t]``.
 
     ``p`` is the Gaussian with that mean and variance, or with ``df`` the Student-t with ``df``
     degrees of freedom, location ``mu`` and scale ``sqrt(var (df - 2) / df)`` (the same variance).
@@ -355,7 +359,22 @@ def _mixture_log_density(mu: Array, var: Array, y: Array, df: float | None = Non
             - 0.5 * jnp.log(jnp.pi * df * scale2)
             - 0.5 * (df + 1.0) * jnp.log1p(jnp.square(y - mu) / (df * scale2))
         )
-    return jax.scipy.special.logsumexp(logp.sum(-1), axis=0) - jnp.log(mu.shape[0])
+    return logp.sum(-1)
+
+
+def _mixture_log_density(mu: Array, var: Array, y: Array, df: float | None = None) -> Array:
+    """``log (1/T) sum_t prod_j p(y_j; mu_tj, var_tj)`` per point ``[c]`` (:func:`_component_log_density`)."""
+    return jax.scipy.special.logsumexp(_component_log_density(mu, var, y, df), axis=0) - jnp.log(mu.shape[0])
+
+
+def component_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> Array:
+    """``G((y - mu_t) / scale_t)`` ``[T, ...]``: each component's CDF at ``y`` (see :func:`mixture_cdf`), float64."""
+    mu, scale, y = (jnp.asarray(a, jnp.float64) for a in (mu, scale, y))
+    z = (y - mu) / jnp.maximum(scale, jnp.finfo(jnp.float64).tiny)
+    if df is None:
+        return jax.scipy.special.ndtr(z)
+    tail = 0.5 * jax.scipy.special.betainc(0.5 * df, 0.5, df / (df + jnp.square(z)))
+    return jnp.where(z < 0, tail, 1.0 - tail)
 
 
 def mixture_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> Array:
@@ -367,20 +386,17 @@ def mixture_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> A
     ``1 - G(-z)`` above), so small tail probabilities keep their relative precision. The result is
     the probability integral transform (PIT) of ``y`` under the equally weighted mixture, float64.
     """
-    mu, scale, y = (jnp.asarray(a, jnp.float64) for a in (mu, scale, y))
-    z = (y - mu) / jnp.maximum(scale, jnp.finfo(jnp.float64).tiny)
-    if df is None:
-        g = jax.scipy.special.ndtr(z)
-    else:
-        tail = 0.5 * jax.scipy.special.betainc(0.5 * df, 0.5, df / (df + jnp.square(z)))
-        g = jnp.where(z < 0, tail, 1.0 - tail)
-    return g.mean(0)
+    return component_cdf(mu, scale, y, df).mean(0)
+
+
+def _component_scale(var: Array, df: float | None) -> Array:
+    """The Gaussian std, or with ``df`` the Student-t scale, of components of variance ``var``."""
+    return jnp.sqrt(var if df is None else var * ((df - 2.0) / df))
 
 
 def _mixture_pit(mu: Array, var: Array, y: Array, df: float | None) -> Array:
     """:func:`mixture_cdf` of per-network means and variances ``[T, c, t]`` at ``y`` ``[c, t]``."""
-    scale = jnp.sqrt(var if df is None else var * ((df - 2.0) / df))
-    return mixture_cdf(mu, scale, y, df)
+    return mixture_cdf(mu, _component_scale(var, df), y, df)
 
 
 def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float | None) -> Array:
@@ -745,21 +761,31 @@ def _predict_matrix(
 
 @functools.lru_cache(maxsize=32)
 def _pointwise_fn(bnn: BNN, num_networks: int, kind: str):
-    """Jitted ``(model, z, noise_std, y_model) -> [c]`` log density (``kind="lpd"``) or ``[c, t]`` PIT (``"cdf"``)."""
+    """Jitted ``(model, z, noise_std, y_model) ->`` per-point values of ``kind``.
+
+    ``"lpd"``: ``[c]`` log density of the mixture; ``"cdf"``: ``[c, t]`` PIT of the mixture;
+    ``"draws"``: ``([c, T] log density, [c, T, t] CDF)`` of each network's component.
+    """
     df = noise_df(bnn.likelihood)
 
     def run(model, z, noise_std, y_model):
         mu, var = _per_draw(bnn, model, z, noise_std, num_networks)
-        if kind == "cdf":  # the CDF is invariant under the affine model -> log space map
-            return _mixture_pit(mu, var, y_model, df)
+        # the CDF is invariant under the affine model -> log space map
+        scale = _component_scale(var, df)
+        if kind == "cdf":
+            return mixture_cdf(mu, scale, y_model, df)
         # model-space density, then the Jacobian of model space -> log space
-        return _mixture_log_density(mu, var, y_model, df) - jnp.sum(jnp.log(model.y_scale))
+        jacobian = jnp.sum(jnp.log(model.y_scale))
+        if kind == "draws":
+            logp = _component_log_density(mu, var, y_model, df) - jacobian
+            return logp.T, jnp.moveaxis(component_cdf(mu, scale, y_model, df), 0, 1)
+        return _mixture_log_density(mu, var, y_model, df) - jacobian
 
     return jax.jit(run)
 
 
 def _pointwise(fitted: FittedModel, x_raw: Any, y_raw: Any, kind: str, chunk_size: int, noise_std: Any):
-    """``(per-point values of :func:`_pointwise_fn`, y [n, t] original units)`` in chunks."""
+    """``(per-point values of :func:`_pointwise_fn` (an array or a tuple of arrays), y [n, t] original units)``."""
     _check_regression(fitted.bnn)
     x = feature_matrix_for(fitted, x_raw)
     n = x.shape[0]
@@ -777,13 +803,24 @@ def _pointwise(fitted: FittedModel, x_raw: Any, y_raw: Any, kind: str, chunk_siz
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
+    if n == 0:
+        t = y.shape[1]
+        empty = {
+            "lpd": np.zeros(0),
+            "cdf": np.zeros((0, t)),
+            "draws": (np.zeros((0, t_nets)), np.zeros((0, t_nets, t))),
+        }
+        return empty[kind], y
 
     def launch(start: int, stop: int):
         nc = None if nstd is None else _pad(nstd[start:stop], c)
         return stop - start, fn(model, _pad(z[start:stop], c), nc, _pad(y_model[start:stop], c))
 
-    parts = list(_map_chunks(n, c, launch, lambda m, out: np.asarray(out)[:m]))
-    return (np.concatenate(parts) if parts else np.zeros((0,) + (() if kind == "lpd" else (y.shape[1],)))), y
+    def finish(m: int, out: Any) -> Any:
+        return jax.tree.map(lambda a: np.asarray(a)[:m], out)
+
+    parts = list(_map_chunks(n, c, launch, finish))
+    return jax.tree.map(lambda *a: np.concatenate(a), *parts), y
 
 
 def log_predictive_density(
@@ -817,3 +854,19 @@ def predictive_cdf(
     [0, 1] on held-out rows; :mod:`sigmabnn.recalibration` learns a correction from them.
     """
     return _pointwise(fitted, x_raw, y_raw, "cdf", chunk_size, noise_std)[0]
+
+
+def per_draw_predictive(
+    fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int = 65536, noise_std: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each network's predictive at each row: ``(log_density [n, T], cdf [n, T, t])``, float64.
+
+    ``log_density[i, s]`` is ``log p(y_i | theta_s)``, the log density of the log-space target of
+    row ``i`` under network ``s``'s Gaussian or Student-t component (the term of
+    :func:`log_predictive_density`'s mixture; summed over target columns), and ``cdf[i, s, j]`` its
+    CDF at ``y_ij`` (the term of :func:`predictive_cdf`'s mixture). The networks are in the order of
+    ``fitted.draws`` flattened chain-major (``s = chain * num_draws + draw``). Memory:
+    ``n * T * (t + 1)`` floats; :func:`sigmabnn.recalibration.loo_pit_values` uses them to weight
+    the draws for leave-one-out.
+    """
+    return _pointwise(fitted, x_raw, y_raw, "draws", chunk_size, noise_std)[0]

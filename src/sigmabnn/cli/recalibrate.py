@@ -12,7 +12,9 @@ DESCRIPTION = (
     "Quantile recalibration (Kuleshov, Fenner & Ermon 2018): the exact predictive CDF of the model at the "
     "held-out rows of DATA (the rows labelled --split in --split-column, or every row when DATA has no such "
     "column) gives a monotone map of interval levels, stored in the new model; its predictions then use it "
-    "for the intervals (means and stds unchanged)."
+    "for the intervals (means and stds unchanged). --rows loo fits the map on the leave-one-out PIT of the "
+    "model's training rows instead (the rows labelled --train-split; PSIS, MCMC models only), --rows loo+heldout "
+    "on both."
 )
 
 
@@ -22,6 +24,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", "-o", metavar="NEW", required=True, help="recalibrated model to write (may be MODEL)")
     p.add_argument("--split", default="val", help="label of the held-out rows in the split column (default val)")
     p.add_argument("--split-column", default="split", help="column holding the split labels (default split)")
+    p.add_argument(
+        "--rows",
+        choices=("heldout", "loo", "loo+heldout"),
+        default="heldout",
+        help="PIT values the map is fitted on: the held-out rows' (default), the training rows' leave-one-out "
+        "(PSIS; MCMC models only), or both",
+    )
+    p.add_argument("--train-split", default="train", help="label of the training rows for --rows loo (default train)")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary")
 
 
@@ -33,9 +43,23 @@ def run(args: argparse.Namespace) -> int:
     from sigmabnn.io.model_file import load_model, save_model
 
     fitted = load_model(args.model)
-    new = recalibrate(fitted, read_table(data_path), split=args.split, split_column=args.split_column)
+    new = recalibrate(
+        fitted,
+        read_table(data_path),
+        split=args.split,
+        split_column=args.split_column,
+        rows=args.rows,
+        train_split=args.train_split,
+    )
     save_model(new, out)  # atomic
     if not args.quiet:
         cal = new.calibration
-        print(f"recalibrated on {cal.n} rows ({cal.split}); model written to {out}", file=sys.stdout)
+        rec = new.diagnostics["recalibration"]
+        loo = (
+            f" ({rec['loo_rows']} training rows' leave-one-out PIT; {rec['loo_dropped_high_k']} dropped for "
+            f"Pareto k > {rec['loo_k_threshold']:.2f})"
+            if "loo_rows" in rec
+            else ""
+        )
+        print(f"recalibrated on {cal.n} rows ({cal.split}){loo}; model written to {out}", file=sys.stdout)
     return 0

@@ -145,6 +145,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018)",
     )
+    p.add_argument(
+        "--recalibrate-rows",
+        choices=("heldout", "loo", "loo+heldout"),
+        help="recalibrate (implies --recalibrate) on the validation rows (heldout, the default), the training rows' "
+        "leave-one-out PIT (loo; PSIS, MCMC only) or both",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
 
 
@@ -158,7 +164,11 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "learn_noise": args.fixed_noise is None,
         "derive": tuple(args.derive),
         "baseline": tuple(args.baseline),
-        **({"recalibrate": True} if getattr(args, "recalibrate", False) else {}),
+        **(
+            {"recalibrate": getattr(args, "recalibrate_rows", None) or True}
+            if getattr(args, "recalibrate", False) or getattr(args, "recalibrate_rows", None)
+            else {}
+        ),
     }
     optional = {
         "features": args.features,
