@@ -251,6 +251,7 @@ def test_variants_and_the_validated_choice(uci):
         assert long[k] > mid[k]
     wide = uci.apply_variant(mid, "mid_long+chains4")
     assert wide["num_chains"] == 4 > mid["num_chains"] and wide == long | {"num_chains": 4}
+    assert uci.apply_variant(mid, "mid_long+chains8") == long | {"num_chains": 8}
     with pytest.raises(ValueError, match="NUTS setting"):
         uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
     rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
