@@ -121,7 +121,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     units); ``forward_vmapped_ms`` the same networks at the same points evaluated
     the plain way, ``jax.vmap`` of the network over all ``T`` at once (the layout
     ``predict`` used before), side by side in this process. ``second_layer_matmul_ms``: the
-    second layer's products of all networks alone (as ``predict`` runs them), with
+    second layer's products of all networks alone, all groups in one batched call, with
     the number of cores it kept busy (CPU time over wall time). ``tanh_per_s``: XLA's tanh alone on
     4 million values of each dtype, and the cores it kept busy (``tanh_cores``):
     the ceiling it puts on the forward pass.
@@ -307,7 +307,8 @@ def markdown(out: dict) -> str:
             )
         if "second_layer_matmul_ms" in b:
             lines.append(
-                f"Those products alone took {b['second_layer_matmul_ms']:.1f} ms of the chunk's "
+                f"Those products of all groups in one batched call (not inside the scan, as `predict` runs "
+                f"them) took {b['second_layer_matmul_ms']:.1f} ms against the chunk's "
                 f"{b['forward_ms']:.1f} ms forward pass, on {b['second_layer_matmul_cores']:.1f} cores (CPU time "
                 f"over wall time): {b['chunk_points'] * 400_000 / b['second_layer_matmul_ms'] / 1e6:.1f} billion "
                 "multiply-adds per second."

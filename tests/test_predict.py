@@ -261,3 +261,13 @@ def test_scores_from_the_prediction_pass_match_the_separate_passes():
     np.testing.assert_allclose(scores["pit"], predictive_cdf(f, x, y), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(scores["lpd"], log_predictive_density(f, x, y)["log"], rtol=1e-12)
     np.testing.assert_array_equal(pred.mean, predict(f, x).mean)
+
+
+def test_one_point_path_gives_the_same_moments():
+    f = make_fitted(log10=True, chains=1, draws=101)  # 3 padded groups; one point runs ungrouped
+    x = np.random.default_rng(10).normal(size=(5, 2))
+    many = predict(f, x, levels=())
+    for i in (0, 4):
+        one = predict(f, x[i : i + 1], levels=())
+        for name in ("mean", "epistemic_std", "aleatoric_std"):
+            np.testing.assert_allclose(getattr(one, name), getattr(many, name)[i : i + 1], rtol=1e-12)
