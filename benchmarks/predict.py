@@ -135,7 +135,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     n_big = 10**5
     t_nets = fitted.num_networks
     s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
-    c = predict_module._effective_chunk(n_big, 65536, max(predict_module._per_point_elements(fitted), 2 * s))
+    c = predict_module._chunk_points(fitted, n_big, 65536, s)
     model = predict_module._device_model(fitted)
     z = rng.normal(size=(c, 5)).astype(fitted.bnn.dtype)
     forward = jax.jit(lambda m, z: predict_module._per_draw(fitted.bnn, m, z, None, t_nets))

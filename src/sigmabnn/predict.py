@@ -265,6 +265,12 @@ def _per_point_elements(fitted: FittedModel) -> int:
     return max(group * max(fitted.bnn.mlp.widths), 6 * t_nets * fitted.target_dim)
 
 
+def _chunk_points(fitted: FittedModel, n: int, chunk_size: int, num_samples: int) -> int:
+    """Points per chunk of a :func:`predict` call on ``n`` points drawing ``num_samples`` noise samples
+    per point (0: none), within ``CHUNK_ELEMENT_BUDGET``."""
+    return _effective_chunk(n, chunk_size, max(_per_point_elements(fitted), 2 * num_samples * fitted.target_dim))
+
+
 def _chunks(n: int, c: int):
     for start in range(0, n, c):
         yield start, min(start + c, n)
@@ -711,9 +717,8 @@ def _predict_matrix(
     qs = len(qlevels) > 0
     key = _default_key() if rng_key is None else rng_key
     log10 = fitted.log_target
-    t = fitted.target_dim
     sampled = qs or return_samples  # without intervals or samples no noise is drawn
-    c = _effective_chunk(n, chunk_size, max(_per_point_elements(fitted), 2 * s * t if sampled else 0))
+    c = _chunk_points(fitted, n, chunk_size, s if sampled else 0)
 
     want_scores = y_log is not None
     fn = _chunk_fn(fitted.bnn, t_nets, s if sampled else 0, log10, bool(covariance), want_scores)
