@@ -135,7 +135,19 @@ def test_cli_evaluate_report(calibrated, tmp_path, capsys):
     table.groupby("split").head(20).to_csv(data, index=False)
     assert main(["evaluate", str(model), str(data), "--report", str(tmp_path / "rep")]) == 0
     out = capsys.readouterr().out
-    assert "coverage 1 sigma" in out and "report.md" in out
+    assert "report.md" in out
+    # The summary's k-sigma coverage is the report's central-interval coverage (the headline),
+    # and the |z| <= k fraction is shown under its own label.
+    metrics = json.loads((tmp_path / "rep" / "metrics.json").read_text())["splits"]
+    splits = list(metrics)
+    line = next(x for x in out.splitlines() if "coverage 1 sigma (central 68.3 % interval)" in x)
+    assert line.split()[-len(splits) * 2 :: 2] == [
+        f"{100 * metrics[s]['coverage_interval']['0.6827']:.1f}" for s in splits
+    ]
+    line = next(x for x in out.splitlines() if "fraction |z| <= 1" in x)
+    assert line.split()[-len(splits) * 2 :: 2] == [
+        f"{100 * metrics[s]['coverage_sigma']['1']['observed']:.1f}" for s in splits
+    ]
     assert (tmp_path / "rep" / "report.md").is_file()
     assert main(["evaluate", str(model), str(data), "--report", str(tmp_path / "rep"), "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)) == {"train", "val", "test"}
