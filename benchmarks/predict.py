@@ -148,10 +148,10 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     draws = np.asarray(fn(*args)["draws"])
     xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
     on_device = jax.numpy.asarray(draws)
-    kernel = model.params[1].kernel  # [k, G, 20, 20]
-    hidden = jax.numpy.asarray(rng.normal(size=kernel.shape[:2] + (20, c)), fitted.bnn.jdtype)
-    second = jax.jit(lambda h, w: jax.numpy.einsum("kgio,kgin->kgon", w, h))
-    second_ms, second_cores = _median_ms_and_cores(lambda: jax.block_until_ready(second(hidden, kernel)))
+    kernel_t = model.params[1].kernel_t  # [k, G, 20 out, 20 in]
+    hidden = jax.numpy.asarray(rng.normal(size=kernel_t.shape[:2] + (20, c)), fitted.bnn.jdtype)
+    second = jax.jit(lambda h, w: jax.numpy.einsum("kgoi,kgin->kgon", w, h))
+    second_ms, second_cores = _median_ms_and_cores(lambda: jax.block_until_ready(second(hidden, kernel_t)))
     return {
         "chunk_points": c,
         "network_group": predict_module._network_groups(t_nets)[1],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -64,23 +65,28 @@ def numpy_forward(fitted, x):
     return np.array(mus), np.array(variances)
 
 
+@pytest.mark.parametrize("moments_only", [False, True])  # moments only: no noise is drawn
 @pytest.mark.parametrize(
     ("log10", "chains", "draws"),
-    # 101 networks run as 3 groups of 34, the last padded with one copy that must not count
+    # 101 networks run as 11 groups of 10, the last padded with 9 copies that must not count
     [(False, 2, 4), (True, 2, 4), (True, 1, 101)],
 )
-def test_moments_match_brute_force(log10, chains, draws):
+def test_moments_match_brute_force(log10, chains, draws, moments_only):
     f = make_fitted(log10=log10, chains=chains, draws=draws)
-    assert predict_module._network_groups(f.num_networks) == ((3, 34) if draws == 101 else (1, chains * draws))
+    assert predict_module._network_groups(f.num_networks) == ((11, 10) if draws == 101 else (1, chains * draws))
     x = np.random.default_rng(1).normal(2.0, 3.0, size=(7, 2))
-    p = predict(f, x)
+    p = predict(f, x, levels=()) if moments_only else predict(f, x)
     mu, var = numpy_forward(f, x)
     lp = p.log_space if log10 else p
     np.testing.assert_allclose(lp.mean, mu.mean(0), rtol=1e-10)
     np.testing.assert_allclose(lp.epistemic_std, mu.std(0), rtol=1e-10)
     np.testing.assert_allclose(lp.aleatoric_std, np.sqrt(var.mean(0)), rtol=1e-10)
     np.testing.assert_allclose(lp.std, np.sqrt(mu.var(0) + var.mean(0)), rtol=1e-10)
-    assert p.mean.shape == (7, 1) and p.lower[0.95].shape == (7, 1)
+    assert p.mean.shape == (7, 1)
+    if moments_only:
+        assert p.lower == {} and (p.log_space is None) == (not log10)
+        return
+    assert p.lower[0.95].shape == (7, 1)
     if log10:
         # exact moments of the log-normal mixture
         m = np.exp(LN10 * mu + 0.5 * LN10**2 * var)
@@ -157,7 +163,7 @@ def test_chunking_gives_identical_results(threads, monkeypatch):
 
 def test_no_recompilation_for_same_chunk():
     f = make_fitted(seed=3)
-    fn = predict_module._chunk_fn(
+    fn = predict_module._packed_chunk_fn(
         f.bnn,
         f.num_networks,
         f.num_networks * math.ceil(2000 / f.num_networks),
@@ -166,10 +172,10 @@ def test_no_recompilation_for_same_chunk():
         False,
     )
     predict(f, np.zeros((10, 2)), levels=0.68)
-    size = fn._cache_size()
+    size = fn.jitted._cache_size()
     predict(f, np.ones((12, 2)), levels=0.68)  # pads to the same chunk
     predict(make_fitted(seed=4), np.ones((9, 2)), levels=0.68)  # other draws, same shapes
-    assert fn._cache_size() == size == 1
+    assert fn.jitted._cache_size() == size == 1
 
 
 def test_multi_output_covariance_matches_brute_force():
@@ -264,10 +270,23 @@ def test_scores_from_the_prediction_pass_match_the_separate_passes():
 
 
 def test_one_point_path_gives_the_same_moments():
-    f = make_fitted(log10=True, chains=1, draws=101)  # 3 padded groups; one point runs ungrouped
+    f = make_fitted(log10=True, chains=1, draws=101)  # 11 padded groups; one point runs ungrouped
     x = np.random.default_rng(10).normal(size=(5, 2))
     many = predict(f, x, levels=())
     for i in (0, 4):
         one = predict(f, x[i : i + 1], levels=())
         for name in ("mean", "epistemic_std", "aleatoric_std"):
             np.testing.assert_allclose(getattr(one, name), getattr(many, name)[i : i + 1], rtol=1e-12)
+
+
+def test_moments_keep_a_small_spread_on_a_large_offset():
+    """The epistemic variance is that of the deviations from the mean (two passes), so it survives
+    outputs near 1e8 whose spread is O(1); raw power sums would lose it entirely."""
+    f = make_fitted(chains=1, draws=101)  # 11 groups
+    f = dataclasses.replace(f, y_transform=TargetTransform(False, Standardizer(np.array([1e8]), np.array([0.5]))))
+    x = np.random.default_rng(11).normal(size=(6, 2))
+    p = predict(f, x, levels=())
+    mu, var = numpy_forward(f, x)
+    np.testing.assert_allclose(p.mean, mu.mean(0), rtol=1e-14)
+    np.testing.assert_allclose(p.epistemic_std, mu.std(0), rtol=1e-6)
+    np.testing.assert_allclose(p.aleatoric_std, np.sqrt(var.mean(0)), rtol=1e-12)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import pytest
 from tests.test_predict import make_fitted
 
 from sigmabnn import predict as predict_module
@@ -72,3 +73,23 @@ def test_no_intervals_gives_the_same_moments_without_noise():
     # samples can still be asked for without intervals
     with_samples = predict(f, x, levels=(), return_samples=True, num_noise_samples=40)
     assert with_samples.samples.shape == (40, 9, 1) and with_samples.lower == {}
+
+
+@pytest.mark.parametrize("want_cov", [False, True])
+def test_packed_chunk_results_equal_the_plain_ones(want_cov):
+    """predict's chunk function returns its results packed into one array; unpacked, they are the
+    plain function's, leaf for leaf (up to XLA's fusion choices: a few ulp), with the draws beside them."""
+    f = make_fitted(log10=True, chains=2, draws=5, t=2)
+    model = predict_module._device_model(f)
+    z = np.random.default_rng(5).normal(size=(4, 2))
+    y = np.random.default_rng(6).normal(size=(4, 2))
+    args = (model, z, None, jax.random.key(1), 3, y)
+    plain = jax.device_get(predict_module._chunk_fn(f.bnn, 10, 20, True, want_cov, True)(*args))
+    packed = predict_module._packed_chunk_fn(f.bnn, 10, 20, True, want_cov, True)
+    columns, draws = packed.jitted(*args)
+    unpacked = packed.unpack(np.asarray(columns))
+    np.testing.assert_array_equal(np.asarray(draws), plain.pop("draws"))
+    assert jax.tree.structure(unpacked) == jax.tree.structure(plain)
+    for a, b in zip(jax.tree.leaves(unpacked), jax.tree.leaves(plain)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-300)

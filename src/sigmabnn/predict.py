@@ -63,8 +63,10 @@ bounded (about ``2**21`` floats for the largest intermediate: ``G x chunk x
 width`` or ``S x chunk x t``). Inside a chunk the networks run in groups of
 about ``NETWORK_GROUP`` (a ``lax.scan``; each group with
 :func:`~sigmabnn.model.mlp.forward_ensemble`, hidden units points-last), so a
-group's hidden units stay in the CPU caches. The networks, moments and noise
-samples run in one jitted function per chunk; the samples are sorted for the
+group's hidden units stay in the CPU caches (the kernels are stored transposed,
+``[out, in]``, on the device). The networks, moments and noise
+samples run in one jitted function per chunk, whose results come back to the
+host packed in one array (one transfer); the samples are sorted for the
 quantiles on the host (NumPy's sort is much faster than XLA's on CPU). Chunks
 run side by side in ``PREDICT_THREADS`` threads (one XLA computation keeps
 about one core busy); with one thread, the device computes the next chunk
@@ -95,7 +97,7 @@ import numpy as np
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.model.likelihoods import noise_df
-from sigmabnn.model.mlp import forward_ensemble
+from sigmabnn.model.mlp import forward_ensemble, out_in_layers
 from sigmabnn.model.posterior import BNN
 
 Array = jax.Array
@@ -128,9 +130,11 @@ CHUNK_ELEMENT_BUDGET = 2**21
 #: Smallest chunk (fewer compilations for small inputs of different sizes).
 MIN_CHUNK = 64
 #: Networks evaluated together inside a chunk (:func:`_per_draw`): a group's hidden units
-#: (``NETWORK_GROUP x width x chunk``) stay in the CPU caches. Tuned for 1,000 ``5-20-20-1``
-#: networks (groups of 50 and chunks of 256 points ran 1.5-2x faster than all 1,000 at once).
-NETWORK_GROUP = 50
+#: (``NETWORK_GROUP x width x chunk``) stay in the CPU caches. Tuned on 1,000 ``5-20-20-1`` and
+#: ``5-50-50-50-1`` networks with chunks of 256 points, moments only (ad hoc scan of 4-200 networks
+#: per group): groups of 6-12 ran fastest for both (float32 ~1.5x, float64 ~1.2x groups of 50, which
+#: had run 1.5-2x faster than all 1,000 at once); the intervals' path is insensitive to it.
+NETWORK_GROUP = 10
 #: Chunks run side by side in this many threads (one XLA computation per chunk keeps about one
 #: core busy on a CPU; the host's sort for the intervals runs in the same threads). The usable
 #: cores, at most 4.
@@ -205,8 +209,8 @@ def feature_matrix_for(fitted: FittedModel, x_raw: Any) -> np.ndarray:
                 f"inputs must have shape [n, {fitted.num_features}] ({', '.join(fitted.feature_names)}), "
                 f"got {list(x.shape)}"
             )
-    bad = ~np.all(np.isfinite(x), axis=1)
-    if bad.any():
+    if not np.isfinite(x).all():
+        bad = ~np.all(np.isfinite(x), axis=1)
         first = int(np.flatnonzero(bad)[0])
         raise DataError(f"{int(bad.sum())} input rows have missing or non-finite feature values (first: row {first})")
     return x
@@ -323,10 +327,10 @@ def _per_draw(bnn: BNN, model: _DeviceModel, z: Array, noise_std: Array | None, 
         mu, var = jax.vmap(lambda f1, p1: (lik.mean(f1), lik.aleatoric_variance(f1, p1, noise_std)))(f, precision)
         return mu.astype(jnp.float64), var.astype(jnp.float64)
 
-    if z.shape[0] == 1:  # one point (the latency path): all networks at once, vmapped, beat the groups
+    if z.shape[0] == 1:  # one point (the latency path): all networks at once beat the groups' scan
         flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (model.params, model.noise_precision))
         params, precision = flat
-        mu, var = parts(jax.vmap(lambda p: bnn.apply(p, z))(params), precision)
+        mu, var = parts(forward_ensemble(bnn.mlp, params, z), precision)
         return mu[:num_networks], var[:num_networks]
 
     def group(carry: None, g: tuple[Any, Array]) -> tuple[None, tuple[Array, Array]]:
@@ -446,7 +450,69 @@ def _chunk_fn(
     want_cov: bool,
     want_scores: bool = False,
 ):
-    """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points.
+    """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points
+    (:func:`_chunk_run`; :func:`predict` calls its packed form, :class:`_PackedChunkFn`)."""
+    return jax.jit(_chunk_run(bnn, num_networks, num_samples, log10, want_cov, want_scores))
+
+
+class _PackedChunkFn:
+    """:func:`_chunk_run` with its results packed into one ``[c, K]`` float64 array (and the draws).
+
+    ``jitted(model, z, noise_std, key, start, y_log) -> (columns, draws or None)``; on the host,
+    :meth:`unpack` ``(columns)`` gives the same dict as :func:`_chunk_fn` without ``"draws"``, as
+    views of the one array. One device-to-host transfer per chunk instead of one per result (a
+    log target's moments are six arrays): on the one-point path the transfers were a sizeable
+    part of the latency. The layout (tree structure and each result's trailing shape) does not
+    depend on the chunk size; it is recorded when the function is traced.
+    """
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self._layout: tuple[Any, list[tuple[int, ...]]] | None = None
+        self.jitted = jax.jit(self._packed)
+
+    def _packed(self, model, z, noise_std, key, start, y_log):
+        out = self._run(model, z, noise_std, key, start, y_log)
+        draws = out.pop("draws", None)
+        leaves, treedef = jax.tree.flatten(out)
+        c = z.shape[0]
+        self._layout = (treedef, [tuple(leaf.shape[1:]) for leaf in leaves])  # static: trace-time metadata
+        columns = jnp.concatenate([leaf.astype(jnp.float64).reshape(c, -1) for leaf in leaves], axis=1)
+        return columns, draws
+
+    def unpack(self, columns: np.ndarray) -> dict:
+        """The results of a chunk from its ``[c, K]`` columns (NumPy views)."""
+        treedef, shapes = self._layout
+        parts, k = [], 0
+        for shape in shapes:
+            size = math.prod(shape)
+            parts.append(columns[:, k : k + size].reshape(columns.shape[:1] + shape))
+            k += size
+        return jax.tree.unflatten(treedef, parts)
+
+
+@functools.lru_cache(maxsize=64)
+def _packed_chunk_fn(
+    bnn: BNN,
+    num_networks: int,
+    num_samples: int,
+    log10: bool,
+    want_cov: bool,
+    want_scores: bool = False,
+) -> _PackedChunkFn:
+    """The :class:`_PackedChunkFn` of :func:`_chunk_run` (cached per configuration)."""
+    return _PackedChunkFn(_chunk_run(bnn, num_networks, num_samples, log10, want_cov, want_scores))
+
+
+def _chunk_run(
+    bnn: BNN,
+    num_networks: int,
+    num_samples: int,
+    log10: bool,
+    want_cov: bool,
+    want_scores: bool = False,
+):
+    """``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points (to be jitted).
 
     With ``want_scores``, also each point's log predictive density of ``y_log`` (``"lpd"`` ``[c]``,
     log space) and its exact PIT (``"pit"`` ``[c, t]``), from the same network pass.
@@ -481,29 +547,32 @@ def _chunk_fn(
             out["draws"] = jnp.transpose(samples, (1, 2, 0))  # [c, t, S]
         return out
 
-    return jax.jit(run)
+    return run
 
 
 def _host_quantiles(draws: np.ndarray, qs: np.ndarray, log10: bool) -> dict[str, np.ndarray]:
     """Quantiles ``[len(qs), c, t]`` of samples ``draws`` ``[c, t, S]``, NumPy's linear interpolation.
 
-    ``qs`` ``[k, t]``: the quantile levels, per target column. ``"log"``: of the samples;
+    ``qs`` ``[k, t]``: the quantile levels, per target column (or ``[k]``, for every column). ``"log"``: of the samples;
     ``"orig"`` (``log10``): of ``10**samples``, interpolated between the transformed order statistics.
     """
     ordered = np.sort(draws, axis=-1)
     s = ordered.shape[-1]
-    cols = np.arange(ordered.shape[1])
-    out: dict[str, list[np.ndarray]] = {"log": [], "orig": []}
-    for q in qs:
-        h = (s - 1) * q
-        lo = np.floor(h).astype(np.int64)
-        hi = np.minimum(lo + 1, s - 1)
-        w = h - lo
-        a, b = ordered[:, cols, lo], ordered[:, cols, hi]
-        out["log"].append(a * (1.0 - w) + b * w)
-        if log10:
-            out["orig"].append(np.power(10.0, a) * (1.0 - w) + np.power(10.0, b) * w)
-    return {k: np.stack(v) for k, v in out.items() if v}
+    qs = np.asarray(qs, np.float64)
+    if qs.ndim == 1:  # the same levels for every column
+        qs = np.repeat(qs[:, None], ordered.shape[1], axis=1)
+    h = (s - 1) * qs  # [k, t], all levels at once (one pass, few NumPy calls)
+    lo = np.floor(h).astype(np.int64)
+    hi = np.minimum(lo + 1, s - 1)
+    w = h - lo
+    cols = np.arange(ordered.shape[1])[None, :]
+    a = np.moveaxis(ordered[:, cols, lo], 1, 0)  # [k, c, t]
+    b = np.moveaxis(ordered[:, cols, hi], 1, 0)
+    w = w[:, None, :]
+    out = {"log": a * (1.0 - w) + b * w}
+    if log10:
+        out["orig"] = np.power(10.0, a) * (1.0 - w) + np.power(10.0, b) * w
+    return out
 
 
 def _quantile_levels(
@@ -532,7 +601,8 @@ class _DeviceModel(NamedTuple):
     """A fitted model's arrays on the device, in the form the chunk functions take them.
 
     Attributes:
-        params: the networks' parameter pytree in groups, leading axes ``[k, G]`` with
+        params: the networks' layers in groups (:class:`~sigmabnn.model.mlp.OutInLayer`, kernels
+            stored transposed for :func:`~sigmabnn.model.mlp.forward_ensemble`), leading axes ``[k, G]`` with
             ``k = ceil(T / NETWORK_GROUP)`` groups of ``G = ceil(T / k)`` networks, model dtype;
             the last ``k G - T`` (fewer than ``k``) repeat the first network and are dropped
             from every result (:func:`_network_groups`).
@@ -556,7 +626,7 @@ _DEVICE_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @functools.lru_cache(maxsize=32)
 def _unflatten_all(bnn: BNN):
-    return jax.jit(jax.vmap(jax.vmap(bnn.unflatten)))
+    return jax.jit(lambda pos: out_in_layers(jax.vmap(jax.vmap(bnn.unflatten))(pos)))
 
 
 def _network_groups(num_networks: int) -> tuple[int, int]:
@@ -608,7 +678,11 @@ def _default_key() -> Array:
 
 
 def _assemble(parts: dict[str, list], levels: tuple[float, ...], want_cov: bool, want_samples: bool, log_space):
-    cat = {k: np.concatenate(v, axis=1 if k == "samples" or k == "quantiles" else 0) for k, v in parts.items()}
+    cat = {
+        # one chunk (every small call): its arrays as they are, a copy (not views of the chunk's buffer)
+        k: np.array(v[0]) if len(v) == 1 else np.concatenate(v, axis=1 if k in ("samples", "quantiles") else 0)
+        for k, v in parts.items()
+    }
     epi, ale = cat["epistemic_var"], cat["aleatoric_var"]
     q = cat.get("quantiles")
     return Prediction(
@@ -721,7 +795,7 @@ def _predict_matrix(
     c = _chunk_points(fitted, n, chunk_size, s if sampled else 0)
 
     want_scores = y_log is not None
-    fn = _chunk_fn(fitted.bnn, t_nets, s if sampled else 0, log10, bool(covariance), want_scores)
+    fn = _packed_chunk_fn(fitted.bnn, t_nets, s if sampled else 0, log10, bool(covariance), want_scores)
     model = _device_model(fitted)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
     nstd = _noise_std_model(fitted, noise_std, n)
@@ -736,13 +810,14 @@ def _predict_matrix(
         zc = _pad(z[start:stop], c)
         nc = None if nstd is None else _pad(nstd[start:stop], c)
         yc = _pad(y_log[start:stop], c) if want_scores else None
-        return stop - start, fn(model, zc, nc, key, start, yc)
+        return stop - start, fn.jitted(model, zc, nc, key, start, yc)
 
-    def finish(m: int, out: dict) -> tuple[int, dict, np.ndarray | None, dict | None]:
-        out = jax.device_get(out)
+    def finish(m: int, packed: tuple) -> tuple[int, dict, np.ndarray | None, dict | None]:
+        columns, device_draws = packed
+        out = fn.unpack(np.asarray(columns))
         draws = quantiles = None
         if sampled:
-            draws = np.asarray(out["draws"])[:m]
+            draws = np.asarray(device_draws)[:m]
             quantiles = _host_quantiles(draws, qlevels, log10) if qs else None
         return m, out, draws, quantiles
 

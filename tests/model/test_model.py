@@ -21,6 +21,7 @@ from sigmabnn.model import (
     init_params,
     make_logdensity,
     num_params,
+    out_in_layers,
     parse_architecture,
 )
 from sigmabnn.model.mlp import flatten, make_unflatten
@@ -85,11 +86,14 @@ def test_forward_ensemble_is_every_network_at_the_same_inputs(arch, activation, 
     keys = jax.random.split(jax.random.key(1), 7)
     params = jax.vmap(lambda k: init_params(k, mlp, dtype=jnp.dtype(dtype)))(keys)
     params = jax.tree.map(lambda a: a + 0.3 * jax.random.normal(jax.random.key(2), a.shape, a.dtype), params)
-    x = jnp.asarray(np.random.default_rng(0).normal(size=(11, mlp.input_dim)), dtype)
-    out = forward_ensemble(mlp, params, x)
-    assert out.shape == (7, 11, mlp.output_dim) and out.dtype == jnp.dtype(dtype)
-    expected = np.stack([np.asarray(forward(mlp, jax.tree.map(lambda a, t=t: a[t], params), x)) for t in range(7)])
-    np.testing.assert_allclose(np.asarray(out), expected, rtol=rtol, atol=rtol)
+    layers = out_in_layers(params)
+    assert layers[0].kernel_t.shape == (7, mlp.widths[1], mlp.widths[0])
+    for n in (11, 1):  # a batch (points-last products) and one point (matrix-vector products)
+        x = jnp.asarray(np.random.default_rng(n).normal(size=(n, mlp.input_dim)), dtype)
+        out = forward_ensemble(mlp, layers, x)
+        assert out.shape == (7, n, mlp.output_dim) and out.dtype == jnp.dtype(dtype)
+        expected = np.stack([np.asarray(forward(mlp, jax.tree.map(lambda a, t=t: a[t], params), x)) for t in range(7)])
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=rtol, atol=rtol)
 
 
 def test_rbf_is_stable_for_huge_inputs():

@@ -14,11 +14,13 @@ from sigmabnn.model.likelihoods import (
 from sigmabnn.model.mlp import (
     MLP,
     Layer,
+    OutInLayer,
     Params,
     forward,
     forward_ensemble,
     init_params,
     num_params,
+    out_in_layers,
     parse_architecture,
 )
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
@@ -37,6 +39,7 @@ __all__ = [
     "Hyperparameters",
     "KnownNoiseGaussian",
     "Layer",
+    "OutInLayer",
     "Params",
     "StudentT",
     "forward",
@@ -45,5 +48,6 @@ __all__ = [
     "make_logdensity",
     "noise_df",
     "num_params",
+    "out_in_layers",
     "parse_architecture",
 ]
