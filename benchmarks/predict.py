@@ -120,7 +120,10 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     ``predict`` runs it (groups of ``NETWORK_GROUP`` networks, points-last hidden
     units); ``forward_vmapped_ms`` the same networks at the same points evaluated
     the plain way, ``jax.vmap`` of the network over all ``T`` at once (the layout
-    ``predict`` used before), side by side in this process. ``second_layer_matmul_ms``: the
+    ``predict`` used before), side by side in this process. ``moments_device_part_ms``: the chunk
+    without noise, moments accumulated inside the network scan (``predict``'s route);
+    ``moments_two_pass_device_part_ms``: the same with every network's values materialised
+    first, then reduced. ``second_layer_matmul_ms``: the
     second layer's products of all networks alone, all groups in one batched call, with
     the number of cores it kept busy (CPU time over wall time). ``tanh_per_s``: XLA's tanh alone on
     4 million values of each dtype, and the cores it kept busy (``tanh_cores``):
@@ -144,6 +147,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     vmapped = jax.jit(lambda p, z: jax.vmap(lambda q: fitted.bnn.apply(q, z))(p))
     fn = predict_module._chunk_fn(fitted.bnn, t_nets, s, True, False, False)
     moments_fn = predict_module._chunk_fn(fitted.bnn, t_nets, 0, True, False, False)
+    two_pass_fn = predict_module._chunk_fn(fitted.bnn, t_nets, 0, True, False, False, False)
     args = (model, z, None, jax.random.key(0), 0, None)
     draws = np.asarray(fn(*args)["draws"])
     xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
@@ -162,6 +166,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
         "forward_ms": _median_ms(lambda: jax.block_until_ready(forward(model, z))),
         "forward_vmapped_ms": _median_ms(lambda: jax.block_until_ready(vmapped(params, z))),
         "moments_device_part_ms": _median_ms(lambda: jax.block_until_ready(moments_fn(*args))),
+        "moments_two_pass_device_part_ms": _median_ms(lambda: jax.block_until_ready(two_pass_fn(*args))),
         "device_part_ms": _median_ms(lambda: jax.block_until_ready(fn(*args))),
         "host_sort_and_quantiles_ms": _median_ms(
             lambda: predict_module._host_quantiles(draws, (0.025, 0.16, 0.84, 0.975), True)
@@ -287,6 +292,14 @@ def markdown(out: dict) -> str:
                 f"({b['forward_vmapped_ms'] / b['forward_ms']:.2f}x), measured side by side in this process. "
                 f"The times above are one chunk in one thread; `predict` runs chunks in "
                 f"{b['predict_threads']} threads (`PREDICT_THREADS`, the usable cores)."
+            )
+        if "moments_two_pass_device_part_ms" in b:
+            lines.append(
+                f"Without noise the moments are accumulated group by group inside the network scan: "
+                f"{b['moments_device_part_ms']:.1f} ms for the chunk, against "
+                f"{b['moments_two_pass_device_part_ms']:.1f} ms when every network's mean and variance are "
+                f"materialised first and then reduced "
+                f"({b['moments_two_pass_device_part_ms'] / b['moments_device_part_ms']:.2f}x), side by side."
             )
         rate = b["chunk_points"] * 1000 * 40 / b["forward_ms"] * 1e3
         lines.append(

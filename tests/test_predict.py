@@ -65,7 +65,7 @@ def numpy_forward(fitted, x):
     return np.array(mus), np.array(variances)
 
 
-@pytest.mark.parametrize("moments_only", [False, True])  # moments only: no noise is drawn
+@pytest.mark.parametrize("moments_only", [False, True])  # moments only: accumulated inside the network scan
 @pytest.mark.parametrize(
     ("log10", "chains", "draws"),
     # 101 networks run as 11 groups of 10, the last padded with 9 copies that must not count
@@ -279,9 +279,9 @@ def test_one_point_path_gives_the_same_moments():
             np.testing.assert_allclose(getattr(one, name), getattr(many, name)[i : i + 1], rtol=1e-12)
 
 
-def test_moments_keep_a_small_spread_on_a_large_offset():
-    """The epistemic variance is that of the deviations from the mean (two passes), so it survives
-    outputs near 1e8 whose spread is O(1); raw power sums would lose it entirely."""
+def test_streamed_moments_keep_a_small_spread_on_a_large_offset():
+    """Moments accumulated group by group (merged means and squared deviations) keep the epistemic
+    variance of outputs near 1e8 whose spread is O(1); raw power sums would lose it entirely."""
     f = make_fitted(chains=1, draws=101)  # 11 groups
     f = dataclasses.replace(f, y_transform=TargetTransform(False, Standardizer(np.array([1e8]), np.array([0.5]))))
     x = np.random.default_rng(11).normal(size=(6, 2))
