@@ -56,9 +56,10 @@ is then raised (``TAIL_SAMPLES``). The exact PIT ``F(y)`` of the mixture is
 :func:`predictive_cdf`.
 
 Performance: the points are processed in chunks whose size is a power of two
-of at least ``MIN_CHUNK = 64`` points unless ``chunk_size`` is smaller or a
-single point is asked for (the last chunk is padded), so a function is
-compiled once per chunk size and reused across calls; memory per chunk is
+(the last chunk is padded), at most the memory budget's and ``chunk_size``, and
+for a small call the next power of two of ``n / PREDICT_THREADS`` (so ten points
+are two chunks of 8, not one padded to a large chunk); a function is compiled
+once per chunk size and reused across calls; memory per chunk is
 bounded (about ``2**21`` floats for the largest intermediate: ``G x chunk x
 width`` or ``S x chunk x t``). Inside a chunk the networks run in groups of
 about ``NETWORK_GROUP`` (a ``lax.scan``; each group with
@@ -127,8 +128,6 @@ MAX_NOISE_SAMPLES = 50000
 #: Bound on the largest per-chunk intermediate, in array elements (for 1,000 5-20-20-1
 #: networks: chunks of 256 points, bounded by the ``[T, chunk, t]`` per-network moments).
 CHUNK_ELEMENT_BUDGET = 2**21
-#: Smallest chunk (fewer compilations for small inputs of different sizes).
-MIN_CHUNK = 64
 #: Networks evaluated together inside a chunk (:func:`_per_draw`): a group's hidden units
 #: (``NETWORK_GROUP x width x chunk``) stay in the CPU caches. Tuned on 1,000 ``5-20-20-1`` and
 #: ``5-50-50-50-1`` networks with chunks of 256 points, moments only (ad hoc scan of 4-200 networks
@@ -256,8 +255,9 @@ def _effective_chunk(n: int, chunk_size: int, per_point: int) -> int:
     if chunk_size < 1:
         raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
     cap = max(1, CHUNK_ELEMENT_BUDGET // max(1, per_point))
-    floor = 1 if n == 1 else MIN_CHUNK  # a single point is not padded: the latency path
-    c = min(int(chunk_size), cap, _next_pow2(max(n, floor)))
+    # A small call is split over the threads, each chunk padded only to the next power of two
+    # (a few compiled shapes, 1 .. cap, instead of padding every small call to one large chunk).
+    c = min(int(chunk_size), cap, _next_pow2(-(-n // PREDICT_THREADS)))
     return 1 << (c.bit_length() - 1)  # round down to a power of two
 
 
@@ -291,8 +291,13 @@ def _map_chunks(n: int, c: int, launch: Any, finish: Any):
     bounds = list(_chunks(n, c))
     threads = min(PREDICT_THREADS, len(bounds))
     if threads > 1:
+        # The first chunk is dispatched here (asynchronously), so that a shape not compiled yet is
+        # compiled before the threads start rather than by threads reaching it together.
+        first = launch(*bounds[0])
         with ThreadPoolExecutor(threads) as pool:
-            yield from pool.map(lambda b: finish(*launch(*b)), bounds)
+            rest = pool.map(lambda b: finish(*launch(*b)), bounds[1:])
+            yield finish(*first)
+            yield from rest
         return
     pending = None
     for start, stop in bounds:
