@@ -425,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                 load_ms = 1e3 * statistics.median(loads)
                 for batch, outputs in ((b, o) for b in batches(largest[arch]) for o in OUTPUTS):
                     x = rng.normal(size=(batch, 5))
-                    reps = args.reps if batch > 1 else max(args.reps, 50)
+                    # small calls are cheap and noisy: more of them (within the budget) for a stable median
+                    reps = args.reps if batch > 100 else max(args.reps, 500 if batch == 1 else 50)
                     tracked = peak_rss_reset()
                     times = time_calls(fitted, x, reps, args.budget, **OUTPUTS[outputs])
                     lat = statistics.median(times)
