@@ -516,18 +516,11 @@ def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float 
 
 
 @functools.lru_cache(maxsize=64)
-def _chunk_fn(
-    bnn: BNN,
-    num_networks: int,
-    num_samples: int,
-    log10: bool,
-    want_cov: bool,
-    want_scores: bool = False,
-    stream_moments: bool = True,
-):
-    """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points
-    (:func:`_chunk_run`; :func:`predict` calls its packed form, :class:`_PackedChunkFn`)."""
-    return jax.jit(_chunk_run(bnn, num_networks, num_samples, log10, want_cov, want_scores, stream_moments))
+def _chunk_fn(*config: Any):
+    """Jitted ``(model, z, noise_std, key, start, y_log) -> dict`` for one chunk of points, for the
+    arguments ``config`` of :func:`_chunk_run` (cached per configuration); :func:`predict` calls
+    its packed form, :func:`_packed_chunk_fn`."""
+    return jax.jit(_chunk_run(*config))
 
 
 class _PackedChunkFn:
@@ -567,17 +560,9 @@ class _PackedChunkFn:
 
 
 @functools.lru_cache(maxsize=64)
-def _packed_chunk_fn(
-    bnn: BNN,
-    num_networks: int,
-    num_samples: int,
-    log10: bool,
-    want_cov: bool,
-    want_scores: bool = False,
-    stream_moments: bool = True,
-) -> _PackedChunkFn:
-    """The :class:`_PackedChunkFn` of :func:`_chunk_run` (cached per configuration)."""
-    return _PackedChunkFn(_chunk_run(bnn, num_networks, num_samples, log10, want_cov, want_scores, stream_moments))
+def _packed_chunk_fn(*config: Any) -> _PackedChunkFn:
+    """The :class:`_PackedChunkFn` of :func:`_chunk_run` ``(*config)`` (cached per configuration)."""
+    return _PackedChunkFn(_chunk_run(*config))
 
 
 def _chunk_run(
