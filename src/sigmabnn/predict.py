@@ -318,6 +318,34 @@ def _pad(a: np.ndarray, c: int) -> np.ndarray:
 # --------------------------------------------------------------------------- per-draw Gaussians
 
 
+def _network_parts(bnn: BNN, f: Array, precision: Array, noise_std: Array | None) -> tuple[Array, Array]:
+    """Model-space ``mu``, ``var`` ``[G, c, t]`` float64 of a group of networks' outputs ``f``
+    ``[G, c, out]`` (model dtype) with noise precisions ``precision`` ``[G]``: each network's
+    Gaussian mean and aleatoric variance under ``bnn.likelihood``."""
+    lik = bnn.likelihood
+    mu, var = jax.vmap(lambda f1, p1: (lik.mean(f1), lik.aleatoric_variance(f1, p1, noise_std)))(f, precision)
+    return mu.astype(jnp.float64), var.astype(jnp.float64)
+
+
+def _log_offset(model: _DeviceModel, z: Array) -> Array:
+    """``[c, t]`` float64: what :func:`_to_log_space` adds to the scaled model-space means at
+    standardised inputs ``z`` ``[c, p]`` (the target mean plus the baseline)."""
+    return model.y_mean + model.offset_b + z.astype(jnp.float64) @ model.offset_w
+
+
+def _to_log_space(model: _DeviceModel, offset: Array, mu: Array, var: Array) -> tuple[Array, Array]:
+    """Model-space ``mu``, ``var`` ``[T, c, t]`` float64 -> the target's log space (or its own space
+    without ``log10``): ``mu * y_scale + offset`` and ``var * y_scale**2``; ``offset`` from
+    :func:`_log_offset`."""
+    return mu * model.y_scale + offset, var * jnp.square(model.y_scale)
+
+
+def _lognormal_parts(mu: Array, var: Array) -> tuple[Array, Array]:
+    """``E[Y | t]``, ``Var[Y | t]`` of each component ``Y = 10**N(mu_t, var_t)`` (same shapes, float64)."""
+    m = jnp.exp(_LN10 * mu + 0.5 * _LN10**2 * var)
+    return m, jnp.expm1(_LN10**2 * var) * jnp.square(m)
+
+
 def _per_draw(bnn: BNN, model: _DeviceModel, z: Array, noise_std: Array | None, num_networks: int):
     """Model-space ``mu``, ``var`` ``[T, c, t]`` float64 of every network at standardised inputs ``z`` ``[c, p]``.
 
@@ -326,11 +354,9 @@ def _per_draw(bnn: BNN, model: _DeviceModel, z: Array, noise_std: Array | None, 
     :func:`~sigmabnn.model.mlp.forward_ensemble`; the padding networks of the last group are dropped
     (``num_networks = T``, static).
     """
-    lik = bnn.likelihood
 
-    def parts(f: Array, precision: Array) -> tuple[Array, Array]:  # f [G, c, out], precision [G]
-        mu, var = jax.vmap(lambda f1, p1: (lik.mean(f1), lik.aleatoric_variance(f1, p1, noise_std)))(f, precision)
-        return mu.astype(jnp.float64), var.astype(jnp.float64)
+    def parts(f: Array, precision: Array) -> tuple[Array, Array]:
+        return _network_parts(bnn, f, precision, noise_std)
 
     if z.shape[0] == 1:  # one point (the latency path): all networks at once beat the groups' scan
         flat = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (model.params, model.noise_precision))
@@ -374,21 +400,17 @@ def _streamed_moments(bnn: BNN, model: _DeviceModel, z: Array, noise_std: Array 
     and squared deviations are merged into the running ones (:func:`_merge_stats`), so a group's
     per-network values never leave the CPU caches. Used when only the moments are asked for.
     """
-    lik = bnn.likelihood
     k, g = model.noise_precision.shape
     weights = jnp.asarray((np.arange(k * g) < num_networks).reshape(k, g), jnp.float64)
-    offset = model.y_mean + model.offset_b + z.astype(jnp.float64) @ model.offset_w  # [c, t]
+    offset = _log_offset(model, z)  # [c, t]
 
     def group(carry: Any, xs: tuple[Any, Array, Array]) -> tuple[Any, None]:
         params, precision, w = xs
-        f = forward_ensemble(bnn.mlp, params, z)
-        mu, var = jax.vmap(lambda f1, p1: (lik.mean(f1), lik.aleatoric_variance(f1, p1, noise_std)))(f, precision)
-        mu = mu.astype(jnp.float64) * model.y_scale + offset  # log space
-        var = var.astype(jnp.float64) * jnp.square(model.y_scale)
+        mu, var = _network_parts(bnn, forward_ensemble(bnn.mlp, params, z), precision, noise_std)
+        mu, var = _to_log_space(model, offset, mu, var)
         stats = {"log": _group_stats(mu, var, w)}
         if log10:
-            m = jnp.exp(_LN10 * mu + 0.5 * _LN10**2 * var)
-            stats["orig"] = _group_stats(m, jnp.expm1(_LN10**2 * var) * jnp.square(m), w)
+            stats["orig"] = _group_stats(*_lognormal_parts(mu, var), w)
         if carry is None:
             return stats, None
         return jax.tree.map(lambda *ab: _merge_stats(*ab), carry, stats, is_leaf=lambda x: isinstance(x, tuple)), None
@@ -415,9 +437,7 @@ def _moments(mu: Array, var: Array, want_cov: bool) -> dict[str, Array]:
 
 def _lognormal_moments(mu: Array, var: Array, want_cov: bool) -> dict[str, Array]:
     """Exact moments of the mixture of log-normals ``10**N(mu_t, var_t)``."""
-    m = jnp.exp(_LN10 * mu + 0.5 * _LN10**2 * var)  # E[Y | t]
-    v = jnp.expm1(_LN10**2 * var) * jnp.square(m)  # Var[Y | t]
-    return _moments(m, v, want_cov)
+    return _moments(*_lognormal_parts(mu, var), want_cov)
 
 
 def _component_log_density(mu: Array, var: Array, y: Array, df: float | None = None) -> Array:
@@ -598,8 +618,7 @@ def _chunk_run(
         if stream and z.shape[0] > 1:
             return _streamed_moments(bnn, model, z, noise_std, num_networks, log10)
         mu, var = _per_draw(bnn, model, z, noise_std, num_networks)
-        mu = mu * model.y_scale + model.y_mean + model.offset_b + z.astype(jnp.float64) @ model.offset_w  # log space
-        var = var * jnp.square(model.y_scale)
+        mu, var = _to_log_space(model, _log_offset(model, z), mu, var)
         t_nets = mu.shape[0]
         out = {"log": _moments(mu, var, want_cov)}
         if want_scores:
