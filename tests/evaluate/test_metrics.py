@@ -18,6 +18,7 @@ from sigmabnn.evaluate.metrics import (
     interval_coverage,
     nll,
     r2,
+    r2_concentration,
     relative_error_quantiles,
     rmse,
     standardized_residuals,
@@ -33,6 +34,21 @@ def test_r2_rmse_by_hand():
     assert r2(y, m) == pytest.approx(1 - 1.0 / 5.0)
     assert r2(y, y) == 1.0
     assert math.isnan(r2(np.ones(3), np.zeros(3)))
+
+
+def test_r2_concentration_by_hand():
+    y = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 10.0])
+    m = np.array([0.1, 1.0, 2.2, 3.0, 4.0, 7.0])  # squared residuals 0.01, 0, 0.04, 0, 0, 9
+    c = r2_concentration(y, m, counts=(1, 2))
+    assert c["top_rows"] == [5, 2]
+    assert c["share_top1"] == pytest.approx(9.0 / 9.05)
+    assert c["share_top2"] == pytest.approx(9.04 / 9.05)
+    # the R^2 of the other rows, total sum of squares recomputed on them too
+    assert c["r2_without_top1"] == pytest.approx(r2(y[:5], m[:5]))
+    assert c["r2_without_top2"] == pytest.approx(r2(np.delete(y, [2, 5]), np.delete(m, [2, 5])))
+    assert c["r2_without_top1"] > r2(y, m)
+    # a perfect fit: no residual sum to share
+    assert math.isnan(r2_concentration(y, y)["share_top1"])
 
 
 def test_nll_single_gaussian_and_mixture():

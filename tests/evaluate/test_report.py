@@ -50,6 +50,13 @@ def test_split_metrics_calibrated_and_overconfident():
     assert m["r2_xsec"] == pytest.approx(1 - np.sum((pred - y) ** 2) / np.sum((y - y.mean()) ** 2))
     assert m["r2_log"] == pytest.approx(1 - np.sum((mu - u) ** 2) / np.sum((u - u.mean()) ** 2))
     assert m["rel_err"]["q0.5"] == pytest.approx(np.median(np.abs(pred / y - 1)))
+    # where 1 - R^2 comes from: the largest squared residual of each space, and its share
+    for key, (a, b) in (("r2_log_concentration", (u, mu)), ("r2_xsec_concentration", (y, pred))):
+        sq = (a - b) ** 2
+        assert m[key]["top_rows"][0] == int(np.argmax(sq))
+        assert m[key]["share_top1"] == pytest.approx(sq.max() / sq.sum())
+    # the 10**u space is dominated by its largest values: its top 10 carry a far larger share
+    assert m["r2_xsec_concentration"]["share_top10"] > 5 * m["r2_log_concentration"]["share_top10"]
     # predictive std half the truth: 1-sigma coverage of erf(0.5 / sqrt 2), z std 2
     m2 = split_metrics(u, mu, sd / 2, *_bounds(mu, sd / 2), log_target=True)
     assert m2["coverage_sigma"]["1"]["observed"] == pytest.approx(_erf(0.5), abs=0.01)
@@ -107,6 +114,8 @@ def test_report_files_and_numbers(calibrated, tmp_path):
     for needle in ("## Accuracy", "## Calibration", "## Predictive distributions", "![coverage](coverage.png)"):
         assert needle in text
     assert f"| z std | {train['z_std']:.3f} |" in text
+    share = train["r2_xsec_concentration"]["share_top1"]
+    assert f"| cross section: the largest | {100 * share:.1f} %" in text
     # no split column: one split "all"
     whole = calibration_report(fitted, table.drop(columns="split"), tmp_path / "rep2")
     assert list(whole.metrics) == ["all"] and whole.metrics["all"]["n"] == 1200 - 4

@@ -36,6 +36,7 @@ __all__ = [
     "interval_coverage",
     "nll",
     "r2",
+    "r2_concentration",
     "relative_error_quantiles",
     "rmse",
     "standardized_residuals",
@@ -56,6 +57,38 @@ def r2(y: Any, mean: Any) -> float:
     ss_tot = float(np.sum(np.square(y - y.mean())))
     ss_res = float(np.sum(np.square(y - m)))
     return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+
+
+R2_CONCENTRATION_COUNTS = (1, 10)
+"""How many of the largest squared residuals :func:`r2_concentration` reports on."""
+
+
+def r2_concentration(y: Any, mean: Any, counts: tuple[int, ...] = R2_CONCENTRATION_COUNTS) -> dict[str, Any]:
+    """Where the shortfall ``1 - R^2`` of :func:`r2` comes from: its largest squared residuals.
+
+    A few rows can carry most of the residual sum (in cross-section space the largest cross
+    sections do), so ``R^2`` alone does not say whether a model is poor everywhere or at a handful
+    of rows. For each ``k`` of ``counts``: ``share_top{k}``, the fraction of the residual sum of
+    squares in the ``k`` largest squared residuals, and ``r2_without_top{k}``, :func:`r2` of the
+    other rows (residuals and total sum of squares both recomputed). ``top_rows``: the positions
+    (into the flattened ``y``) of the ``max(counts)`` largest, largest first.
+
+    Args:
+        y, mean: ``[n]`` observations and predictions (any shape; flattened), float64.
+    """
+    y, m = _flat(y), _flat(mean)
+    sq = np.square(y - m)
+    order = np.argsort(-sq, kind="stable")
+    total = float(np.sum(sq))
+    out: dict[str, Any] = {}
+    for k in counts:
+        top = order[:k]
+        keep = np.ones(y.size, bool)
+        keep[top] = False
+        out[f"share_top{k}"] = float(np.sum(sq[top]) / total) if total > 0 else float("nan")
+        out[f"r2_without_top{k}"] = r2(y[keep], m[keep]) if keep.sum() > 1 else float("nan")
+    out["top_rows"] = [int(i) for i in order[: max(counts, default=0)]]
+    return out
 
 
 def rmse(y: Any, mean: Any) -> float:

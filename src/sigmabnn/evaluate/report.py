@@ -30,6 +30,11 @@ Definitions (log target; for a plain target "log" reads "original" throughout):
   interval at that level (from predictive quantiles, so not assuming a Gaussian
   shape), for the 1, 2 and 3 sigma probabilities.
 - ``rel_err``: quantiles 50 / 90 / 99 % of ``|10**mu / y - 1|``.
+- ``r2_log_concentration``, ``r2_xsec_concentration`` (``r2_concentration`` for a plain
+  target): the share of the residual sum of squares in the 1 and 10 largest squared
+  residuals and the R^2 of the other rows
+  (:func:`sigmabnn.evaluate.metrics.r2_concentration`): whether 1 - R^2 is spread over
+  the rows or comes from a handful of them.
 - ``recalibration`` (models with a :class:`~sigmabnn.calibration.Calibration` only; the
   interval coverage above is then that of the recalibrated intervals): coverage of the
   exact raw and recalibrated central intervals from each row's exact PIT
@@ -50,7 +55,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from sigmabnn.evaluate.metrics import SIGMA_LEVELS, coverage_sigma, interval_coverage, r2, rmse
+from sigmabnn.evaluate.metrics import SIGMA_LEVELS, coverage_sigma, interval_coverage, r2, r2_concentration, rmse
 
 __all__ = [
     "INTERVAL_LEVELS",
@@ -118,6 +123,8 @@ def split_metrics(
 
     Returns:
         ``n``, ``r2_log`` (or ``r2``), ``rmse_log`` (or ``rmse``), ``r2_xsec``,
+        ``r2_log_concentration`` and ``r2_xsec_concentration`` (or ``r2_concentration``: how much of
+        ``1 - R^2`` the largest squared residuals carry, :func:`~sigmabnn.evaluate.metrics.r2_concentration`),
         ``z_mean``, ``z_std``, ``coverage_sigma`` ``{"1": {"observed", "expected"}, ...}``,
         ``coverage_interval`` ``{"0.6827": observed, ...}``, ``rel_err`` ``{"q0.5": ..., ...}``
         (fractions, not percent).
@@ -130,10 +137,13 @@ def split_metrics(
         out["r2_log"] = r2(u, mu)
         out["rmse_log"] = rmse(u, mu)
         out["r2_xsec"] = r2(y, pred)
+        out["r2_log_concentration"] = r2_concentration(u, mu)
+        out["r2_xsec_concentration"] = r2_concentration(y, pred)
     else:
         y, pred = u, mu
         out["r2"] = r2(u, mu)
         out["rmse"] = rmse(u, mu)
+        out["r2_concentration"] = r2_concentration(u, mu)
     out["z_mean"] = float(np.mean(z))
     out["z_std"] = float(np.std(z))
     out["coverage_sigma"] = coverage_sigma(z, SIGMA_LEVELS)
@@ -402,6 +412,7 @@ def _markdown(
     for q in REL_ERR_QUANTILES:
         rows.append([f"relative error, {q:.0%} quantile", *(_pct(metrics[s]["rel_err"][f"q{q:g}"]) for s in splits)])
     lines += _table(["metric", *splits], rows)
+    lines += _concentration_markdown(metrics, log)
     lines += ["", "![relative error](relative_error.png)", "", "![parity](parity.png)", ""]
     lines += [
         "## Calibration",
@@ -452,6 +463,32 @@ def _markdown(
     )
     lines += ["", "![predictive distributions](predictive.png)", ""]
     return "\n".join(lines)
+
+
+def _concentration_markdown(metrics: dict[str, dict[str, Any]], log: bool) -> list[str]:
+    """The table of where ``1 - R^2`` comes from (``*_concentration`` of :func:`split_metrics`)."""
+    splits = list(metrics)
+    spaces = (
+        (("r2_log_concentration", "log10"), ("r2_xsec_concentration", "cross section"))
+        if log
+        else (("r2_concentration", "target"),)
+    )
+    rows = []
+    for key, label in spaces:
+        counts = sorted(int(k.removeprefix("share_top")) for k in metrics[splits[0]][key] if k.startswith("share_top"))
+        for k in counts:
+            cells = [
+                f"{_pct(metrics[s][key][f'share_top{k}'])} (R^2 {_fmt(metrics[s][key][f'r2_without_top{k}'], 5)})"
+                for s in splits
+            ]
+            rows.append([f"{label}: the {k} largest" if k > 1 else f"{label}: the largest", *cells])
+    lines = [
+        "",
+        "Where 1 - R^2 comes from: the share of the residual sum of squares in the largest squared residuals, "
+        "and in brackets the R^2 of the other rows.",
+        "",
+    ]
+    return lines + _table(["squared residuals", *splits], rows)
 
 
 def _recalibration_markdown(fitted: Any, metrics: dict[str, dict[str, Any]]) -> list[str]:
