@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import sys
@@ -209,6 +210,16 @@ def _limits(record: dict[str, Any], key: str) -> str:
     )
 
 
+def _coverage_noise(record: dict[str, Any], level: float) -> str:
+    """The binomial standard errors of a coverage ``level`` measured on the calibration rows and on the
+    test rows: how closely a recalibration on those rows can pin it, and how noisy the test figure is."""
+    se = lambda n: 100 * math.sqrt(level * (1 - level) / n)  # noqa: E731
+    cal = record.get("calibration_rows")
+    parts = [f"on the {cal:,} calibration rows {se(cal):.1f} pp"] if cal else []
+    parts.append(f"on the {record['n_test']:,} test rows {se(record['n_test']):.1f} pp")
+    return "; binomial standard error of this coverage " + ", ".join(parts)
+
+
 def markdown(records: list[dict[str, Any]]) -> str:
     thesis = ewino_info()["thesis"]
     lines = [
@@ -260,6 +271,8 @@ def markdown(records: list[dict[str, Any]]) -> str:
             miss = _miss(key, value)
             if key in ("r2_log", "r2_xsec") and miss != "met":
                 miss += _limits(r, key)
+            if key.startswith("coverage") and miss != "met":
+                miss += _coverage_noise(r, target)
             lines.append(f"| {key} | {req} | {got} | {miss} |")
         for space, label in (("log", "log10 space"), ("xsec", "cross-section space")):
             row = r.get("largest_residual_rows", {}).get(space)
