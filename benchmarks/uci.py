@@ -131,6 +131,9 @@ VARIANTS = {
     "medium class's budget is 100 + 40 at depth 4)",
     "chains4": "4 chains, each from its own MAP start, instead of the class's number (more modes in the average)",
     "chains8": "8 chains, each from its own MAP start (as chains4, twice the modes and the cost)",
+    "chains16": "16 chains, each from its own MAP start (as chains8, twice the modes and the cost)",
+    "float32": "the network, its gradients and the sampler in float32 instead of float64 (predictions are "
+    "still accumulated in float64): about half the cost per gradient on this CPU (benchmarks/results/samplers.md)",
 }
 #: The NUTS settings chosen per data set by ``--validate`` (results/uci_validation.md: highest held-out LL among
 #: the candidates scored there; a data set not listed keeps ``base``): the variant of ``nuts``, the literature's
@@ -139,13 +142,13 @@ NUTS_VARIANT: dict[str, str] = {
     "bostonHousing": "map_long+chains8",
     "energy": "student_t",
     "wine-quality-red": "student_t",
-    "kin8nm": "mid_long+chains8",
-    "naval-propulsion-plant": "mid_long",
+    "kin8nm": "mid_long+chains16+float32",
+    "naval-propulsion-plant": "mid_long+map_xlong",
     "power-plant": "map_long",
 }
 #: Data sets where a two-hidden-layer candidate scored best on validation, and that candidate: the method
 #: ``nuts_2x50`` (our recommended architecture there, reported beside ``nuts``) runs only on these.
-NUTS_2X50: dict[str, str] = {"power-plant": "2x50+map_long"}
+NUTS_2X50: dict[str, str] = {"power-plant": "2x50+map_long+student_t"}
 
 
 def shared_data_dir() -> Path:
@@ -342,7 +345,7 @@ def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
         return opts
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
-    if variant not in ("base", "2x50") and opts["method"] != "nuts":
+    if variant not in ("base", "2x50", "float32") and opts["method"] != "nuts":
         raise ValueError(f"variant {variant!r} is a NUTS setting, not one of {opts['method']!r}")
     if variant == "student_t":
         return opts | {"likelihood": "student_t"}
@@ -355,8 +358,10 @@ def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
         return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=12000, patience=1000)}
     if variant == "mid_long":
         return apply_variant(opts, "map_long") | {"num_warmup": 150, "num_samples": 50, "max_tree_depth": 5}
-    if variant in ("chains4", "chains8"):
+    if variant in ("chains4", "chains8", "chains16"):
         return opts | {"num_chains": int(variant.removeprefix("chains"))}
+    if variant == "float32":
+        return opts | {"dtype": "float32"}
     return dict(opts)
 
 

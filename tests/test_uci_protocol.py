@@ -252,6 +252,8 @@ def test_variants_and_the_validated_choice(uci):
     wide = uci.apply_variant(mid, "mid_long+chains4")
     assert wide["num_chains"] == 4 > mid["num_chains"] and wide == long | {"num_chains": 4}
     assert uci.apply_variant(mid, "mid_long+chains8") == long | {"num_chains": 8}
+    assert uci.apply_variant(mid, "mid_long+chains16+float32") == long | {"num_chains": 16, "dtype": "float32"}
+    assert uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "float32")["dtype"] == "float32"
     with pytest.raises(ValueError, match="NUTS setting"):
         uci.apply_variant(uci.method_options("bbb", 455, 13, 50), "student_t")
     rec = lambda method, split, ll: {"dataset": "energy", "method": method, "split": split, "rmse": 1.0,
