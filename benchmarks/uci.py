@@ -127,6 +127,7 @@ VARIANTS = {
     "map_long": "MAP starts of up to 4,000 full-batch steps (patience 400) instead of the class's budget",
     "map_xlong": "MAP starts of up to 12,000 full-batch steps (patience 1,000): a more precise mean where the "
     "noise is tiny (naval)",
+    "map_xxlong": "MAP starts of up to 40,000 full-batch steps (patience 2,000): map_xlong carried further",
     "mid_long": "map_long and a longer, deeper sampler: 150 warm-up + 50 draws per chain at tree depth 5 (the "
     "medium class's budget is 100 + 40 at depth 4)",
     "chains4": "4 chains, each from its own MAP start, instead of the class's number (more modes in the average)",
@@ -356,6 +357,8 @@ def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
         return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=4000, patience=400)}
     if variant == "map_xlong":
         return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=12000, patience=1000)}
+    if variant == "map_xxlong":
+        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=40000, patience=2000)}
     if variant == "mid_long":
         return apply_variant(opts, "map_long") | {"num_warmup": 150, "num_samples": 50, "max_tree_depth": 5}
     if variant in ("chains4", "chains8", "chains16"):

@@ -243,6 +243,8 @@ def test_variants_and_the_validated_choice(uci):
     assert uci.apply_variant(base, "2x50")["architecture"] == "13-50-50-1"
     assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
     assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
+    steps = [uci.apply_variant(base, v)["map"].num_steps for v in ("map_long", "map_xlong", "map_xxlong")]
+    assert steps == sorted(steps) and len(set(steps)) == 3
     assert uci.apply_variant(base, "base") == base
     mid = uci.method_options("nuts", 7373, 8, 50)
     long = uci.apply_variant(mid, "mid_long")
