@@ -327,3 +327,10 @@ def test_stale_records_are_those_run_with_other_settings(uci):
     assert uci.stale_records([rec(0, as_run)]) == {}
     older = as_run | {"max_tree_depth": as_run["max_tree_depth"] + 1}
     assert uci.stale_records([rec(0, as_run), rec(3, older), rec(1, older)]) == {("kin8nm", "nuts"): [3, 1]}
+
+
+def test_table_numbers_keep_two_significant_digits_below_one_tenth(uci):
+    assert uci._fmt(2.6612, 0.2571) == "2.66 +- 0.26"
+    assert uci._fmt(0.06348, 0.0011) == "0.063 +- 0.001"
+    assert uci._fmt(0.000294, 0.0000213) == "0.00029 +- 0.00002"
+    assert uci._fmt(0.0, 0.0) == "0.00 +- 0.00"
