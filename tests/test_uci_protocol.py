@@ -243,8 +243,8 @@ def test_variants_and_the_validated_choice(uci):
     assert uci.apply_variant(base, "2x50")["architecture"] == "13-50-50-1"
     assert uci.apply_variant(base, "student_t")["likelihood"] == "student_t"
     assert uci.apply_variant(base, "map_long")["map"].num_steps > base["map"].num_steps
-    steps = [uci.apply_variant(base, v)["map"].num_steps for v in ("map_long", "map_xlong", "map_xxlong")]
-    assert steps == sorted(steps) and len(set(steps)) == 3
+    steps = [uci.apply_variant(base, v)["map"].num_steps for v in ("map_long", "map_xlong", "map_xxlong", "map_100k")]
+    assert steps == sorted(steps) and len(set(steps)) == 4
     assert uci.apply_variant(base, "base") == base
     mid = uci.method_options("nuts", 7373, 8, 50)
     long = uci.apply_variant(mid, "mid_long")
@@ -265,6 +265,12 @@ def test_variants_and_the_validated_choice(uci):
     doc = {"records": records, "results": uci.aggregate(records), "runs": []}
     assert [r["method"] for r in doc["results"]] == ["nuts[base]", "nuts[student_t]", "nuts[2x50]"]
     assert uci.chosen_variants(doc) == {("energy", "nuts"): "2x50"}
+    over = frozenset({("energy", "nuts", "2x50")})  # the best, but over the budget: the next best is chosen
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(uci, "OVER_BUDGET", over)
+        assert uci.chosen_variants(doc) == {("energy", "nuts"): "base"}
+        md = uci.validation_markdown(doc)
+        assert "over budget |" in next(line for line in md.splitlines() if "| nuts[2x50] |" in line)
     table = uci.validation_markdown(doc)
     assert "| energy | nuts[2x50] | 2 |" in table and table.count("**chosen**") == 1
 
