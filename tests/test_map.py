@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sigmabnn.map import MAPConfig, MAPError, pretrain_map
+from sigmabnn.map import MAPConfig, MAPError, learning_rate_schedule, pretrain_map
 from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, parse_architecture
 
 
@@ -152,3 +152,83 @@ def test_bad_settings_raise_value_error():
         pretrain_map(key, bnn, data, hyper, MAPConfig(init="zeros"))
     with pytest.raises(ValueError, match="initial_positions"):
         pretrain_map(key, bnn, data, hyper, num_starts=2, initial_positions=jnp.zeros((3, 4)))
+
+
+def test_cosine_schedule_runs_from_learning_rate_to_final():
+    config = MAPConfig(learning_rate=0.01, final_learning_rate=1e-4)
+    schedule = learning_rate_schedule(config, 1000)
+    np.testing.assert_allclose(float(schedule(0)), 0.01, rtol=1e-12)
+    np.testing.assert_allclose(float(schedule(500)), (0.01 + 1e-4) / 2, rtol=1e-9)
+    np.testing.assert_allclose(float(schedule(1000)), 1e-4, rtol=1e-9)
+    np.testing.assert_allclose(float(schedule(5000)), 1e-4, rtol=1e-9)  # held at the end
+    assert learning_rate_schedule(MAPConfig(learning_rate=0.03), 1000) == 0.03
+
+
+@pytest.mark.parametrize("final", [0.0, -1e-3, 0.1])
+def test_final_learning_rate_is_checked(final):
+    data = linear_data()
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))
+    config = MAPConfig(learning_rate=0.05, final_learning_rate=final)
+    with pytest.raises(ValueError, match="final_learning_rate"):
+        pretrain_map(jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config)
+
+
+def test_decayed_step_size_settles_closer_to_the_map_than_a_constant_one():
+    # minibatch Adam at a constant step size ends in a noise ball around the MAP whose size scales with the
+    # step size; decaying it to 1/100 shrinks the ball, so every start ends much closer
+    data = linear_data(n=256)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))
+    expected = exact_map_linear(data, 100.0, 2.0, 0.5)
+    errors = {}
+    for final in (None, 2e-4):
+        config = MAPConfig(learning_rate=0.02, final_learning_rate=final, num_epochs=200, batch_size=32, patience=None)
+        positions, _ = pretrain_map(
+            jax.random.PRNGKey(1), bnn, data, bnn.default_hyperparameters(), config, num_starts=4
+        )
+        errors[final] = np.abs(np.asarray(positions) - expected).max(axis=1)
+    assert np.all(errors[2e-4] < 2e-4)
+    assert np.median(errors[2e-4]) < np.median(errors[None]) / 5
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_lbfgs_polish_reaches_the_exact_map_that_short_adam_misses(dtype):
+    data = linear_data(dtype=dtype)
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0), dtype=dtype)
+    expected = exact_map_linear(data, 100.0, 2.0, 0.5)
+    hyper = bnn.default_hyperparameters()
+    adam = MAPConfig(learning_rate=0.05, num_steps=50, patience=None)
+    short, _ = pretrain_map(jax.random.PRNGKey(0), bnn, data, hyper, adam, num_starts=3)
+    polished, info = pretrain_map(jax.random.PRNGKey(0), bnn, data, hyper, adam._replace(lbfgs_steps=30), num_starts=3)
+    assert np.abs(np.asarray(short, np.float64) - expected).max() > 1e-2  # 50 Adam steps are far off
+    tol = 1e-8 if dtype == "float64" else 1e-4
+    np.testing.assert_allclose(np.asarray(polished, np.float64), np.tile(expected, (3, 1)), atol=tol)
+    assert polished.dtype == jnp.dtype(dtype)
+    assert info.polished.tolist() == [True] * 3 and info.polish_loss_history.shape == (3, 30)
+    hist = info.polish_loss_history
+    assert np.all(np.diff(hist, axis=1) <= 1e-6 * np.abs(hist[:, 1:]))  # the line search only goes down
+    assert info.num_grad_evals > 3 * (50 + 30)  # line-search steps are counted
+    # the kept point's monitored loss is the polished one (full objective per point)
+    objective = -np.asarray(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data))(polished)) / 100
+    np.testing.assert_allclose(info.best_loss, objective, rtol=1e-5)
+
+
+def test_lbfgs_polish_lowers_a_neural_network_objective():
+    data = linear_data(n=200)
+    y = jnp.tanh(2 * data.y)
+    data = Data(data.x, y)
+    bnn = BNN(parse_architecture("3-10-1"), GaussianPrior(1.0, 1.0), Gaussian(1000.0))
+    hyper = bnn.default_hyperparameters()
+    adam = MAPConfig(learning_rate=0.01, num_steps=300, patience=None)
+    a, _ = pretrain_map(jax.random.PRNGKey(2), bnn, data, hyper, adam, num_starts=2)
+    b, info = pretrain_map(jax.random.PRNGKey(2), bnn, data, hyper, adam._replace(lbfgs_steps=200), num_starts=2)
+    logpost = jax.vmap(lambda p: bnn.log_posterior(p, hyper, data))
+    assert np.all(np.asarray(logpost(b)) > np.asarray(logpost(a)) + 10.0)
+    assert np.all(info.polished)
+
+
+def test_lbfgs_needs_the_full_batch():
+    data = linear_data()
+    bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))
+    config = MAPConfig(batch_size=10, lbfgs_steps=5)
+    with pytest.raises(ValueError, match="full batch"):
+        pretrain_map(jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config)
