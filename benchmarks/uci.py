@@ -344,6 +344,19 @@ def method_runs(method: str, dataset: str) -> bool:
     return method != "nuts_2x50" or dataset in NUTS_2X50
 
 
+#: The MAP-start candidates of :data:`VARIANTS`: their :class:`sigmabnn.map.MAPConfig` fields (Adam at 0.01).
+MAP_VARIANTS: dict[str, dict[str, Any]] = {
+    "map_long": {"num_steps": 4000, "patience": 400},
+    "map_xlong": {"num_steps": 12000, "patience": 1000},
+    "map_xxlong": {"num_steps": 40000, "patience": 2000},
+    "map_100k": {"num_steps": 100000, "patience": 5000},
+    "map_cos12k": {"num_steps": 12000, "patience": 2000, "final_learning_rate": 1e-4},
+    "map_cos40k": {"num_steps": 40000, "patience": 4000, "final_learning_rate": 1e-4},
+    "map_lbfgs1k": {"num_steps": 4000, "patience": 400, "lbfgs_steps": 1000},
+    "map_lbfgs3k": {"num_steps": 4000, "patience": 400, "lbfgs_steps": 3000},
+}
+
+
 def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
     """``opts`` (of :func:`method_options`) changed as the candidate ``variant`` of :data:`VARIANTS` says.
 
@@ -364,21 +377,8 @@ def apply_variant(opts: dict[str, Any], variant: str) -> dict[str, Any]:
     if variant == "2x50":
         widths = opts["architecture"].split("-")
         return opts | {"architecture": "-".join([widths[0], widths[1], *widths[1:]])}
-    if variant == "map_long":
-        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=4000, patience=400)}
-    if variant == "map_xlong":
-        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=12000, patience=1000)}
-    if variant == "map_xxlong":
-        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=40000, patience=2000)}
-    if variant == "map_100k":
-        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=100000, patience=5000)}
-    if variant in ("map_cos12k", "map_cos40k"):
-        steps, patience = (12000, 2000) if variant == "map_cos12k" else (40000, 4000)
-        config = MAPConfig(learning_rate=1e-2, final_learning_rate=1e-4, num_steps=steps, patience=patience)
-        return opts | {"map": config}
-    if variant in ("map_lbfgs1k", "map_lbfgs3k"):
-        steps = 1000 if variant == "map_lbfgs1k" else 3000
-        return opts | {"map": MAPConfig(learning_rate=1e-2, num_steps=4000, patience=400, lbfgs_steps=steps)}
+    if variant in MAP_VARIANTS:
+        return opts | {"map": MAPConfig(learning_rate=1e-2, **MAP_VARIANTS[variant])}
     if variant == "mid_long":
         return apply_variant(opts, "map_long") | {"num_warmup": 150, "num_samples": 50, "max_tree_depth": 5}
     if variant in ("chains4", "chains8", "chains16"):
@@ -551,10 +551,15 @@ def _order(name: str) -> int:
     return DATASETS.index(name) if name in DATASETS else len(DATASETS)
 
 
+def split_label(label: str) -> tuple[str, str]:
+    """``(method, variant)`` of a method label, ``method`` or ``method[variant]`` (validation runs; ``base``)."""
+    method, _, variant = label.partition("[")
+    return method, variant.rstrip("]") or "base"
+
+
 def _method_order(label: str) -> tuple[int, ...]:
     """Sort key of a method label, ``method`` or ``method[variant]`` (validation runs)."""
-    method, _, variant = label.partition("[")
-    variant = variant.rstrip("]") or "base"
+    method, variant = split_label(label)
     return (
         METHODS.index(method) if method in METHODS else len(METHODS),
         *[list(VARIANTS).index(v) if v in VARIANTS else len(VARIANTS) for v in variant.split("+")],
@@ -712,8 +717,7 @@ def chosen_variants(doc: dict[str, Any], without: str | None = None) -> dict[tup
     """
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in doc["results"]:
-        method, _, variant = r["method"].partition("[")
-        variant = variant.rstrip("]") or "base"
+        method, variant = split_label(r["method"])
         if (r["dataset"], method, variant) in OVER_BUDGET:
             continue
         if without is None or without not in variant.split("+"):
@@ -744,9 +748,9 @@ def validation_markdown(doc: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in doc["results"]:
-        method, _, variant = r["method"].partition("[")
-        mark = "**chosen**" if chosen.get((r["dataset"], method)) == (variant.rstrip("]") or "base") else ""
-        if (r["dataset"], method, variant.rstrip("]") or "base") in OVER_BUDGET:
+        method, variant = split_label(r["method"])
+        mark = "**chosen**" if chosen.get((r["dataset"], method)) == variant else ""
+        if (r["dataset"], method, variant) in OVER_BUDGET:
             mark = "over budget"
         lines.append(
             f"| {r['dataset']} | {r['method']} | {r['n_splits']} | {_fmt(r['rmse'], r['rmse_se'])} | "
