@@ -340,3 +340,29 @@ def test_table_numbers_keep_two_significant_digits_below_one_tenth(uci):
     assert uci._fmt(0.06348, 0.0011) == "0.063 +- 0.001"
     assert uci._fmt(0.000294, 0.0000213) == "0.00029 +- 0.00002"
     assert uci._fmt(0.0, 0.0) == "0.00 +- 0.00"
+
+
+def test_measured_run_line_reports_the_latest_whole_reduced_run(uci):
+    whole = sum(uci.REDUCED_SPLITS[d] for d in uci.DATASETS for m in uci.METHODS if uci.method_runs(m, d))
+    assert whole > len(uci.DATASETS) * 3  # every data set runs nuts, bbb and the ensemble, 2 or more splits each
+
+    def run(date, seconds, planned=whole, done=None, failed=0, interrupted=False):
+        return {
+            "date": date,
+            "seconds": seconds,
+            "jobs": 2,
+            "cells_planned": planned,
+            "cells_done": planned if done is None else done,
+            "cells_failed": failed,
+            "interrupted": interrupted,
+            "loadavg_start": [0.5, 0.5, 0.5],
+        }
+
+    assert "no run of the whole reduced run" in uci.measured_run_line({"runs": []})
+    partial = [run("2026-01-05", 60.0, planned=5), run("2026-01-06", 60.0, done=whole - 1)]
+    partial += [run("2026-01-07", 60.0, failed=1), run("2026-01-08", 60.0, interrupted=True)]
+    assert "no run of the whole reduced run" in uci.measured_run_line({"runs": partial})
+    line = uci.measured_run_line({"runs": [run("2026-01-02", 3000.0), *partial, run("2026-01-01", 4000.0)]})
+    assert "on 2026-01-02: **50.0 min of wall time** with 2 workers, within the 60-minute budget" in line
+    line = uci.measured_run_line({"runs": [run("2026-01-02", 3000.0), run("2026-01-03", 3660.0)]})
+    assert "on 2026-01-03: **61.0 min of wall time**" in line and "over the 60-minute budget" in line
