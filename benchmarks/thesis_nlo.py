@@ -10,7 +10,7 @@ Configurations (``--config NAME``, repeatable; default all but ``demo``):
   Shortened the same way (the thesis's NUTS run took 9,000+ s).
 - ``recommended``: :func:`sigmabnn.workflows.nlo.recommended_config` (thesis inputs plus the
   physics features, 18-20-20-1, a heteroscedastic Student-t head (df 3), 16,000 Adam steps per
-  MAP stage, ChEES-HMC with mass-matrix adaptation, 4 chains).
+  MAP stage polished by 2,000 L-BFGS iterations, ChEES-HMC with mass-matrix adaptation, 4 chains).
 - ``demo``: the ``sigmabnn demo nlo`` configuration (:data:`sigmabnn.workflows.nlo.DEMO_SETTINGS`);
   the demo command itself, timed end to end, is ``benchmarks/demo_nlo.py``.
 

@@ -15,7 +15,20 @@ from sigmabnn.io.model_file import load_model
 from sigmabnn.physics.processes import process_features
 from sigmabnn.workflows.surrogates import SUMMARY_COLUMNS, add_random_split
 
-TINY = ["--hidden", "3", "--map-steps", "30", "--warmup", "8", "--draws", "4", "--chains", "1"]
+TINY = [
+    "--hidden",
+    "3",
+    "--map-steps",
+    "30",
+    "--map-lbfgs-steps",
+    "5",
+    "--warmup",
+    "8",
+    "--draws",
+    "4",
+    "--chains",
+    "1",
+]
 TINY += ["--max-tree-depth", "2", "-q"]
 
 
@@ -48,6 +61,18 @@ def test_train_process_unknown_is_one_line_error(small, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not in the table" in err
     assert not (tmp_path / "m").exists()
+
+
+def test_config_options_override_only_what_is_given():
+    from sigmabnn.cli.train_all import add_config_arguments, config_overrides
+
+    p = argparse.ArgumentParser()
+    add_config_arguments(p)
+    assert config_overrides(p.parse_args([])) == {}
+    got = config_overrides(p.parse_args(["--map-steps", "30", "--map-lbfgs-steps", "0", "--hidden", "4-4"]))
+    assert got == {"map_steps": 30, "map_lbfgs_steps": 0, "hidden": (4, 4)}
+    with pytest.raises(SystemExit):
+        p.parse_args(["--map-lbfgs-steps", "-1"])
 
 
 def test_random_split_proportions_and_reproducible():

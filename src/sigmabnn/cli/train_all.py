@@ -49,6 +49,12 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--map-steps", type=common.positive_int, metavar="N", help="Adam pretraining steps per stage (default 16000)"
     )
+    g.add_argument(
+        "--map-lbfgs-steps",
+        type=common.nonnegative_int,
+        metavar="N",
+        help="L-BFGS iterations polishing each MAP start after Adam, per stage (default 2000; 0: none)",
+    )
     g.add_argument("--chains", type=common.positive_int, metavar="N", help="chains (default 4)")
     g.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up iterations per chain")
     g.add_argument("--draws", type=common.positive_int, metavar="N", help="kept draws per chain")
@@ -65,6 +71,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     given = {
         "hidden": args.hidden,
         "map_steps": args.map_steps,
+        "map_lbfgs_steps": args.map_lbfgs_steps,
         "num_chains": args.chains,
         "num_warmup": args.warmup,
         "num_samples": args.draws,
