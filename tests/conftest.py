@@ -25,3 +25,35 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data not found at {path}: clone ../shared beside the repository to run this test")
     return path
+
+
+@pytest.fixture
+def nlo_fit_kwargs(monkeypatch):
+    """``capture(**overrides) -> kwargs``: what :func:`sigmabnn.workflows.nlo.train_process` passes to ``api.fit``.
+
+    ``api.fit`` is replaced by a stub that records its keyword arguments and stops the run, so the
+    recommended configuration's wiring is checked without training.
+    """
+    import pandas as pd
+
+    import sigmabnn.api
+    from sigmabnn.workflows import nlo
+
+    class Stop(Exception):
+        pass
+
+    seen: dict = {}
+
+    def fake_fit(*args, **kwargs):
+        seen.clear()
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
+
+    def capture(**overrides):
+        with pytest.raises(Stop):
+            nlo.train_process(0, data=pd.DataFrame({"split": []}), **overrides)
+        return dict(seen)
+
+    return capture

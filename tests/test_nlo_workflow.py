@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from sigmabnn.data.features import add_derived, parse_derive
@@ -210,21 +209,8 @@ def test_config_describes_itself_from_its_fields():
     assert f"NUTS depth {cfg.max_tree_depth}" in other and "Gaussian noise" in other
 
 
-def test_map_settings_reach_the_map_pretraining(monkeypatch):
-    import sigmabnn.api
-
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def fake_fit(*args, **kwargs):
-        seen.update(kwargs)
-        raise Stop
-
-    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
-    with pytest.raises(Stop):
-        nlo.train_process(0, data=pd.DataFrame({"split": []}), map_steps=123, map_lbfgs_steps=45)
+def test_map_settings_reach_the_map_pretraining(nlo_fit_kwargs):
+    seen = nlo_fit_kwargs(map_steps=123, map_lbfgs_steps=45)
     assert seen["map"].num_steps == 123 and seen["map"].lbfgs_steps == 45
     cfg = nlo.recommended_config("1000022,1000022", map_lbfgs_steps=0)
     assert "L-BFGS" not in cfg.describe()

@@ -297,30 +297,14 @@ def test_calibration_report_shows_raw_and_recalibrated_coverage(tmp_path):
     assert "recalibration" not in plain.metrics["test"] and "### Recalibration" not in plain.markdown.read_text()
 
 
-def test_nlo_recommended_and_demo_configs_recalibrate_on_val(monkeypatch):
-    import sigmabnn.api
+def test_nlo_recommended_and_demo_configs_recalibrate_on_val(nlo_fit_kwargs):
     from sigmabnn.workflows import nlo
 
     assert nlo.recommended_config().recalibrate and nlo.demo_config().recalibrate
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def fake_fit(*args, **kwargs):
-        seen.update(kwargs)
-        raise Stop
-
-    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
-    with pytest.raises(Stop):
-        nlo.train_process(0, data=pd.DataFrame({"split": []}))
+    seen = nlo_fit_kwargs()
     assert seen["recalibrate"] == nlo.recommended_config().recalibrate_rows and seen["split_column"] == "split"
-    with pytest.raises(Stop):
-        nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate_rows="loo")
-    assert seen["recalibrate"] == "loo"
-    with pytest.raises(Stop):
-        nlo.train_process(0, data=pd.DataFrame({"split": []}), recalibrate=False)
-    assert seen["recalibrate"] is False
+    assert nlo_fit_kwargs(recalibrate_rows="loo")["recalibrate"] == "loo"
+    assert nlo_fit_kwargs(recalibrate=False)["recalibrate"] is False
 
 
 def test_two_target_model_is_recalibrated_per_column(tmp_path):
