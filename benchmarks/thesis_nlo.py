@@ -9,8 +9,8 @@ Configurations (``--config NAME``, repeatable; default all but ``demo``):
 - ``thesis_nuts_5-50-50-50-1``: the thesis's inputs, 5-50-50-50-1 tanh, Adam pretraining, NUTS.
   Shortened the same way (the thesis's NUTS run took 9,000+ s).
 - ``recommended``: :func:`sigmabnn.workflows.nlo.recommended_config` (thesis inputs plus the
-  physics features, 18-20-20-1, a heteroscedastic Student-t head (df 3), 16,000 Adam steps per
-  MAP stage polished by 2,000 L-BFGS iterations, ChEES-HMC with mass-matrix adaptation, 4 chains).
+  physics features, 19-20-20-1, a heteroscedastic Student-t head (df 3), 16,000 Adam steps per
+  MAP stage polished by 1,000 L-BFGS iterations, ChEES-HMC with mass-matrix adaptation, 4 chains).
 - ``demo``: the ``sigmabnn demo nlo`` configuration (:data:`sigmabnn.workflows.nlo.DEMO_SETTINGS`);
   the demo command itself, timed end to end, is ``benchmarks/demo_nlo.py``.
 
