@@ -199,14 +199,27 @@ def _miss(key: str, value: float | None) -> str:
 
 
 def _limits(record: dict[str, Any], key: str) -> str:
-    """What carries a missed R^2 target: the largest squared residuals' share (``*_concentration``)."""
+    """What limits a missed R^2 target: the largest squared residuals' share (``*_concentration``), and
+    either the one row without which the target would be met or, when no such row exists, the factor
+    by which every residual would have to shrink (``sqrt((1 - target) / (1 - R^2))``, the residuals
+    being spread out)."""
     c = record.get(f"{key}_concentration")
     if c is None:
         return ""
-    return (
+    target = TARGETS[key][1]
+    text = (
         f"; the largest of {record['n_test']:,} squared residuals is {100 * c['share_top1']:.1f} % of the "
         f"residual sum (R^2 of the other rows {c['r2_without_top1']:.4f}), the 10 largest "
         f"{100 * c['share_top10']:.1f} % (R^2 of the others {c['r2_without_top10']:.4f})"
+    )
+    if c["r2_without_top1"] >= target:
+        return text + ": this one row limits it"
+    if c["r2_without_top10"] >= target:
+        return text + ": these ten rows limit it"
+    shrink = math.sqrt((1.0 - target) / (1.0 - record[key]))
+    return text + (
+        f": the shortfall is spread over the rows; meeting the target takes every residual x{shrink:.2f} "
+        f"(the RMSE {100 * (1 - shrink):.0f} % lower)"
     )
 
 
