@@ -167,7 +167,7 @@ def test_no_recompilation_for_same_chunk():
     fn = predict_module._packed_chunk_fn(
         f.bnn,
         f.num_networks,
-        f.num_networks * math.ceil(2000 / f.num_networks),
+        predict_module._default_num_samples(f.num_networks, None),
         False,
         False,
         False,

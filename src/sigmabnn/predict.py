@@ -41,6 +41,14 @@ Intervals are *central predictive quantiles*, estimated from samples of the
 mixture that include the noise: sample ``s`` uses network ``s mod T`` (every
 network contributes equally when ``num_noise_samples`` is a multiple of T)
 and a standard-normal draw (Student-t noise: a ``t_nu`` draw scaled by ``s_t``).
+When ``S = num_noise_samples`` is a multiple of 2T (the default S for fewer than
+2,000 networks), samples ``s`` and ``s + S / 2`` share their network and take
+opposite standard-normal draws (antithetic variates): every sample is still an
+exact draw of the mixture, but not independent of its partner. For a central
+quantile ``q`` the indicators ``1{mu + sigma z <= q}`` and ``1{mu - sigma z <= q}``
+are negatively correlated for every component, so the pairs lower the
+Monte-Carlo error of every quantile (``tests/test_predict_paths.py`` checks it
+against independent draws) and halve the normal draws.
 Samples are drawn in log space and transformed
 (``10**u`` is monotone, so the original-space quantiles are the transformed
 samples' quantiles). The noise for point ``i`` comes from
@@ -118,7 +126,8 @@ __all__ = [
 
 DEFAULT_SEED = 0
 DEFAULT_LEVELS = (0.68, 0.95)
-#: Default number of predictive samples per point is the smallest multiple of T that is >= this.
+#: Default number of predictive samples per point is the smallest even multiple of T that is >= this
+#: (or T, for more networks than this).
 MIN_NOISE_SAMPLES = 2000
 #: With a calibration, the default sample count is raised so that the smallest mapped tail level
 #: ``p`` has about this many samples beyond it (``S >= TAIL_SAMPLES / p``), capped at
@@ -510,7 +519,9 @@ def _normal(key: Array, shape: tuple[int, ...]) -> Array:
     return jax.random.normal(key, shape, jnp.float32).astype(jnp.float64)
 
 
-def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float | None) -> Array:
+def _standard_noise(
+    key: Array, index: Array, shape: tuple[int, ...], df: float | None, antithetic: bool = False
+) -> Array:
     """Noise of unit variance ``[c, S, t]`` for the points ``index`` ``[c]`` (``shape = (S, t)``).
 
     Gaussian: a standard-normal draw from ``fold_in(key, i)`` per point. Student-t (``df``):
@@ -520,9 +531,20 @@ def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float 
     i.i.d. pool, any fixed shift); two points' samples share a mixing draw only when their offsets
     coincide (probability ``1 / S``). The pool spares ``S x n`` Gamma draws, which cost far more
     than the networks on a CPU.
+
+    ``antithetic`` (``S`` even): the standard-normal part of sample ``s + S / 2`` is minus that of
+    sample ``s`` (antithetic variates; only ``S / 2`` normal draws per point). Every sample is
+    still exactly distributed; the module docstring says why the pairs lower the quantiles'
+    Monte-Carlo error.
     """
+    half = shape[0] // 2 if antithetic else shape[0]
+
+    def normal(k: Array) -> Array:
+        z = _normal(k, (half,) + tuple(shape[1:]))
+        return jnp.concatenate([z, -z], axis=0) if antithetic else z
+
     if df is None:
-        return jax.vmap(lambda i: _normal(jax.random.fold_in(key, i), shape))(index)
+        return jax.vmap(lambda i: normal(jax.random.fold_in(key, i)))(index)
     pool_key = jax.random.split(key)[1]
     pool = jax.random.gamma(pool_key, 0.5 * df, shape) / (0.5 * df)
     scale = jnp.sqrt((df - 2.0) / df / pool)
@@ -530,7 +552,7 @@ def _standard_noise(key: Array, index: Array, shape: tuple[int, ...], df: float 
     def one(i: Array) -> Array:
         key_z, key_offset = jax.random.split(jax.random.fold_in(key, i))
         offset = jax.random.randint(key_offset, (), 0, shape[0])
-        return _normal(key_z, shape) * jnp.roll(scale, offset, axis=0)
+        return normal(key_z) * jnp.roll(scale, offset, axis=0)
 
     return jax.vmap(one)(index)
 
@@ -629,7 +651,7 @@ def _chunk_run(
         if num_samples > 0:
             index = start + jnp.arange(z.shape[0])
             which = jnp.arange(num_samples) % t_nets
-            eps = _standard_noise(key, index, (num_samples, mu.shape[2]), df)
+            eps = _standard_noise(key, index, (num_samples, mu.shape[2]), df, num_samples % (2 * t_nets) == 0)
             samples = mu[which] + jnp.sqrt(var[which]) * jnp.swapaxes(eps, 0, 1)  # [S, c, t]
             out["draws"] = jnp.transpose(samples, (1, 2, 0))  # [c, t, S]
         return out
@@ -677,11 +699,14 @@ def _quantile_levels(
 
 def _default_num_samples(t_nets: int, tail: float | None) -> int:
     """The default sample count: the smallest multiple of T >= ``MIN_NOISE_SAMPLES``, raised for a
-    calibrated tail level ``tail`` to about ``TAIL_SAMPLES / tail`` (at most ``MAX_NOISE_SAMPLES``)."""
+    calibrated tail level ``tail`` to about ``TAIL_SAMPLES / tail`` (at most ``MAX_NOISE_SAMPLES``),
+    then to an even multiple of T (antithetic pairs, see the module docstring) unless that would
+    double it (one sample per network)."""
     want = MIN_NOISE_SAMPLES
     if tail is not None:
         want = max(want, min(MAX_NOISE_SAMPLES, math.ceil(TAIL_SAMPLES / max(tail, 1e-12))))
-    return t_nets * math.ceil(want / t_nets)
+    per_network = math.ceil(want / t_nets)
+    return t_nets * (per_network + per_network % 2 if per_network > 1 else 1)
 
 
 class _DeviceModel(NamedTuple):
