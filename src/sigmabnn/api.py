@@ -87,7 +87,21 @@ def _replace_config(config: Any, options: dict[str, Any], what: str) -> Any:
     unknown = sorted(set(options) - set(config._fields))
     if unknown:
         raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
+    if isinstance(options.get("map"), dict):  # overrides of the default MAP pretraining's fields
+        options = {**options, "map": _map_config(config.map, options["map"])}
     return config._replace(**options)
+
+
+def _map_config(default: Any, overrides: dict[str, Any]) -> Any:
+    """The MCMC option ``map`` given as a dict: ``default`` (:class:`~sigmabnn.map.MAPConfig`) with
+    those fields replaced (a checkpoint records ``map`` in this JSON form)."""
+    from sigmabnn.map import MAPConfig
+
+    base = default if default is not None else MAPConfig()
+    unknown = sorted(set(overrides) - set(base._fields))
+    if unknown:
+        raise InputError(f"unknown MAP option {unknown[0]!r}; valid: {', '.join(base._fields)}")
+    return base._replace(**overrides)
 
 
 def _noise_variance_factor(likelihood: Any) -> float:
@@ -253,7 +267,11 @@ def fit(
             validation rows' PIT; ``"loo"``: on the training rows' leave-one-out PIT (PSIS; MCMC
             methods only); ``"loo+heldout"``: on both (``rows`` of that function).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
-            (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``) or of
+            (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``; ``map``, the MAP
+            pretraining of the chains' starts: a :class:`sigmabnn.map.MAPConfig`, a dict of
+            fields replacing those of the default one (scaled to the data by
+            :func:`sigmabnn.train.default_config`), e.g. ``map={"num_steps": 16000,
+            "lbfgs_steps": 1000}``, or ``None`` for none) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
             :class:`sigmabnn.ensemble.EnsembleConfig` (``num_members`` and the
             :class:`sigmabnn.map.MAPConfig` fields, e.g. ``num_steps``).
@@ -330,6 +348,8 @@ def fit(
             f"recalibrate={recalibrate!r} (leave-one-out PIT) needs MCMC draws ({', '.join(MCMC_METHODS)})"
         )
     derive = tuple(derive)
+    if hasattr(method_options.get("map"), "_asdict"):  # a MAPConfig: every field, as JSON a checkpoint can hold
+        method_options = {**method_options, "map": method_options["map"]._asdict()}
     run_args = _run_args(
         target=target, features=None if features is None else list(features), method=method,
         architecture=architecture, activation=activation, log_target=bool(log_target), split_column=split_column,
@@ -505,6 +525,9 @@ def fit(
                 if k not in ("hyperprior", "map") and isinstance(v, int | float | str | bool | type(None))
             }
         )
+        # the MAP pretraining that made the starts, flat: map_num_steps, map_lbfgs_steps, ... (none: map None)
+        settings.update({f"map_{k}": v for k, v in (config.map._asdict() if config.map is not None else {}).items()})
+        settings["map"] = config.map is not None
     elif method in ENSEMBLE_METHODS:
         from sigmabnn.ensemble import EnsembleConfig, fit_ensemble, training_summary
 

@@ -304,3 +304,23 @@ def test_train_with_helper_feature_and_baseline(workdir: Path, tmp_path: Path, c
     assert r2 > 0.95
     assert main(["info", str(out)]) == 0
     assert "*hb (log space" in capsys.readouterr().out
+
+
+def test_train_map_options_reach_pretraining_and_the_model(workdir: Path, tmp_path: Path, capsys) -> None:
+    from sigmabnn.io.model_file import load_model
+
+    out = tmp_path / "map.model"
+    argv = ["train", str(workdir / "train.csv"), "--target", "y", "--features", "a,b", *TINY, "-q"]
+    extra = ["--map-steps", "120", "--map-learning-rate", "0.02", "--map-lbfgs-steps", "15"]
+    assert main([*argv, *extra, "--out", str(out)]) == 0
+    fitted = load_model(out)
+    s = fitted.settings
+    assert (s["map"], s["map_num_steps"], s["map_num_epochs"], s["map_learning_rate"], s["map_lbfgs_steps"]) == (
+        True, 120, None, 0.02, 15,
+    )  # fmt: skip
+    assert s["map_patience"] == 200  # the fields not given keep the default's values
+    # the MAP options are for MCMC starts: a one-line error elsewhere
+    capsys.readouterr()
+    assert main([*argv, "--method", "bbb", "--map-steps", "5", "--out", str(tmp_path / "bbb.model")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--map-* options set the MAP starts of MCMC methods" in err and "\n" not in err

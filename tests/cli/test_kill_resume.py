@@ -20,9 +20,10 @@ from sigmabnn.io.checkpoint import CHECKPOINT_DIR, Checkpoint
 from sigmabnn.io.model_file import load_model
 
 # MH on a 17-parameter network: cheap iterations, so 6,500 of them (130 chunks, each a commit) take
-# seconds, long enough to be hit by a signal mid-sampling; warm-up 500.
+# seconds, long enough to be hit by a signal mid-sampling; warm-up 500. --map-steps: a MAP option the
+# checkpoint records (as JSON) and the resumed runs must carry.
 ARGS = ["--target", "y", "--arch", "2-4-1", "--chains", "2", "--warmup", "500", "--draws", "6000",
-        "--method", "mh", "--seed", "3", "-q"]  # fmt: skip
+        "--method", "mh", "--seed", "3", "--map-steps", "150", "-q"]  # fmt: skip
 
 
 def _cli(*argv: str) -> list[str]:
@@ -115,6 +116,7 @@ def test_killed_twice_then_resumed_equals_uninterrupted_run(tmp_path, capsys):
         for name in want.files:
             assert np.array_equal(want[name], got[name]), name
     assert want_draws(ref) == (2, 6000, 17)
+    assert load_model(model).settings["map_num_steps"] == 150  # the run's MAP option, recorded and resumed
     assert main(["train", "--resume", str(model)]) == 2
     assert "finished model" in capsys.readouterr().err
 

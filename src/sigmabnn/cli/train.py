@@ -129,6 +129,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NU",
         help="degrees of freedom of the student_t / hetero_student_t noise (> 2, default 4)",
     )
+    pre = p.add_argument_group("MAP pretraining of the chains' starts (MCMC methods)")
+    pre.add_argument(
+        "--map-steps",
+        type=common.positive_int,
+        metavar="N",
+        help="Adam steps per start (default 2000; above 20,000 rows, 10+ epochs of minibatches of 1024)",
+    )
+    pre.add_argument(
+        "--map-learning-rate", type=common.positive_float, metavar="LR", help="Adam step size (default 0.01)"
+    )
+    pre.add_argument(
+        "--map-lbfgs-steps",
+        type=common.nonnegative_int,
+        metavar="N",
+        help="L-BFGS iterations polishing each start after Adam (default 0: none)",
+    )
     p.add_argument(
         "--out",
         "-o",
@@ -184,6 +200,19 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "noise_df": args.df,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    pre: dict[str, Any] = {}
+    if getattr(args, "map_steps", None) is not None:  # steps, not the large-data default's epochs
+        pre.update(num_steps=args.map_steps, num_epochs=None)
+    if getattr(args, "map_learning_rate", None) is not None:
+        pre["learning_rate"] = args.map_learning_rate
+    if getattr(args, "map_lbfgs_steps", None) is not None:
+        pre["lbfgs_steps"] = args.map_lbfgs_steps
+    if pre:
+        if kwargs["method"] not in ("nuts", "hmc", "chees", "mh"):
+            from sigmabnn.errors import InputError
+
+            raise InputError(f"--map-* options set the MAP starts of MCMC methods, not of --method {kwargs['method']}")
+        kwargs["map"] = pre
     return kwargs
 
 
