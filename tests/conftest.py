@@ -18,6 +18,16 @@ def _shared_data_dir() -> Path:
     return base / "data"
 
 
+def load_benchmark(name: str):
+    """The script ``benchmarks/<name>.py`` as a module (tests of a benchmark's own code)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", _REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the repository (or ``$SIGMABNN_SHARED/data``); skips when absent."""

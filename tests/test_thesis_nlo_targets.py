@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.conftest import load_benchmark
 
 from sigmabnn.evaluate.metrics import r2, r2_concentration
-
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "thesis_nlo.py"
 
 
 @pytest.fixture(scope="module")
 def thesis():
-    spec = importlib.util.spec_from_file_location("thesis_nlo_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("thesis_nlo")
 
 
 def _record(y: np.ndarray, mean: np.ndarray) -> dict:

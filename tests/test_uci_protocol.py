@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
+from tests.conftest import load_benchmark
 
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -20,10 +20,7 @@ _PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "uci.py"
 
 @pytest.fixture(scope="module")
 def uci():
-    spec = importlib.util.spec_from_file_location("uci_benchmark", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("uci")
 
 
 def constant_model(x_train, y_train, bias: float, noise_precision: float) -> FittedModel:

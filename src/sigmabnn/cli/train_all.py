@@ -53,7 +53,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         "--map-lbfgs-steps",
         type=common.nonnegative_int,
         metavar="N",
-        help="L-BFGS iterations polishing each MAP start after Adam, per stage (default 2000; 0: none)",
+        help="L-BFGS iterations polishing each MAP start after Adam, per stage (default 1000; 0: none)",
     )
     g.add_argument("--chains", type=common.positive_int, metavar="N", help="chains (default 4)")
     g.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up iterations per chain")
