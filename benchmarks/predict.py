@@ -1,7 +1,8 @@
 """Prediction speed and memory of a 1,000-network BNN: points per second, latency, load time.
 
 For each architecture (``5-20-20-1``, ``5-50-50-50-1``) and dtype (``float64``,
-the default, and ``float32``), a model of 1,000 networks (4 chains x 250
+the default, and ``float32``: the float64 model's ``with_dtype("float32")``, what
+``sigmabnn predict --float32`` evaluates), a model of 1,000 networks (4 chains x 250
 draws; random weights: speed does not depend on the values) with a log10
 target, so every call computes both the log-space and the original-space
 summaries. Two kinds of call (``outputs``): ``intervals``, the default
@@ -29,7 +30,6 @@ default setting is reduced to fit a shared machine's budget (largest batch
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -47,7 +47,6 @@ import _results
 from model_load import make_model  # the sibling benchmark's model builder (script directory on sys.path)
 from sigmabnn import predict as predict_module
 from sigmabnn.io.model_file import load_model, save_model
-from sigmabnn.model import BNN
 from sigmabnn.predict import predict
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -73,11 +72,6 @@ def peak_rss_mb() -> float | None:
     except OSError:
         pass
     return None
-
-
-def as_dtype(fitted, dtype: str):
-    bnn = fitted.bnn
-    return dataclasses.replace(fitted, bnn=BNN(bnn.mlp, bnn.prior, bnn.likelihood, dtype=dtype))
 
 
 OUTPUTS = {"intervals": {}, "moments": {"levels": ()}}
@@ -349,7 +343,7 @@ def memory_run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model"
-        save_model(as_dtype(make_model("5-20-20-1", args.networks), "float64"), path)
+        save_model(make_model("5-20-20-1", args.networks).with_dtype("float64"), path)
         fitted = load_model(path)
         predict(fitted, rng.normal(size=(1000, 5)))  # compile the chunk shape on a small batch
         x = rng.normal(size=(MEMORY_BATCH, 5))
@@ -415,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         for arch in ARCHS:
             for dtype in ("float64", "float32"):
                 path = Path(tmp) / f"{arch}-{dtype}"
-                save_model(as_dtype(make_model(arch, args.networks), dtype), path)
+                save_model(make_model(arch, args.networks).with_dtype(dtype), path)
                 load_model(path)  # page cache
                 loads = []
                 for _ in range(20):
@@ -450,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 del fitted
 
-    bd = breakdown(as_dtype(make_model("5-20-20-1", args.networks), "float64"), rng)
+    bd = breakdown(make_model("5-20-20-1", args.networks).with_dtype("float64"), rng)
     print(f"breakdown: {bd}", flush=True)
 
     # A --memory-run record (10^6 points, ten minutes) is kept from the previous results, with its date.

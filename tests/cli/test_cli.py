@@ -107,6 +107,15 @@ def test_predict_columns_and_consistency(model: Path, workdir: Path) -> None:
     assert r2 > 0.7
 
 
+def test_predict_float32_agrees_with_float64(model: Path, workdir: Path) -> None:
+    out64, out32 = workdir / "pred64.csv", workdir / "pred32.csv"
+    assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out64)]) == 0
+    assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out32), "--float32"]) == 0
+    a, b = pd.read_csv(out64), pd.read_csv(out32)
+    assert list(a.columns) == list(b.columns) == COLUMNS
+    np.testing.assert_allclose(b.to_numpy(), a.to_numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_predict_to_stdout_matches_file_and_levels(model: Path, workdir: Path, capsys) -> None:
     out = workdir / "pred_levels.csv"
     argv = ["predict", str(model), str(workdir / "test.csv"), "--level", "0.5", "--level", "0.99"]
