@@ -87,21 +87,9 @@ def _replace_config(config: Any, options: dict[str, Any], what: str) -> Any:
     unknown = sorted(set(options) - set(config._fields))
     if unknown:
         raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
-    if isinstance(options.get("map"), dict):  # overrides of the default MAP pretraining's fields
-        options = {**options, "map": _map_config(config.map, options["map"])}
+    if isinstance(options.get("map"), dict):  # fields replacing the default MAP pretraining's (a checkpoint's JSON)
+        options = {**options, "map": _replace_config(config.map, options["map"], "MAP")}
     return config._replace(**options)
-
-
-def _map_config(default: Any, overrides: dict[str, Any]) -> Any:
-    """The MCMC option ``map`` given as a dict: ``default`` (:class:`~sigmabnn.map.MAPConfig`) with
-    those fields replaced (a checkpoint records ``map`` in this JSON form)."""
-    from sigmabnn.map import MAPConfig
-
-    base = default if default is not None else MAPConfig()
-    unknown = sorted(set(overrides) - set(base._fields))
-    if unknown:
-        raise InputError(f"unknown MAP option {unknown[0]!r}; valid: {', '.join(base._fields)}")
-    return base._replace(**overrides)
 
 
 def _noise_variance_factor(likelihood: Any) -> float:

@@ -201,14 +201,16 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
     pre: dict[str, Any] = {}
-    if getattr(args, "map_steps", None) is not None:  # steps, not the large-data default's epochs
+    if args.map_steps is not None:  # steps, not the large-data default's epochs
         pre.update(num_steps=args.map_steps, num_epochs=None)
-    if getattr(args, "map_learning_rate", None) is not None:
+    if args.map_learning_rate is not None:
         pre["learning_rate"] = args.map_learning_rate
-    if getattr(args, "map_lbfgs_steps", None) is not None:
+    if args.map_lbfgs_steps is not None:
         pre["lbfgs_steps"] = args.map_lbfgs_steps
     if pre:
-        if kwargs["method"] not in ("nuts", "hmc", "chees", "mh"):
+        from sigmabnn.api import MCMC_METHODS
+
+        if kwargs["method"] not in MCMC_METHODS:
             from sigmabnn.errors import InputError
 
             raise InputError(f"--map-* options set the MAP starts of MCMC methods, not of --method {kwargs['method']}")
