@@ -40,7 +40,8 @@ Markdown. ``--full`` is the issue's full setting. Runs are interleaved
 (repetition, target, sampler) and the median over repetitions is reported.
 On the cheap targets (gauss-100 and the posteriordb posteriors but diamonds)
 warm-up and sampling together take a second or two beside several seconds
-of compilation, so the reduced setting draws 2000 per chain there and runs
+of compilation, so the reduced setting draws 20,000 per chain there (with a tenth of that,
+sampling took a fraction of a second and repeated runs of one sampler gave rates far apart) and runs
 them ``--cheap-reps`` (3) times.
 
     python benchmarks/samplers.py [--full] [--targets bnn-5-20-20-1,gauss-100] [--reps 1]
@@ -105,8 +106,8 @@ SETTINGS = {
         "bnn-5-50-50-50-1": {"rows": 300, "num_warmup": 200, "num_samples": 800, "max_tree_depth": 5},
         # cheap targets: sampling takes a fraction of a second, so more draws (and --cheap-reps repetitions)
         # keep the rates from being timing noise; diamonds (a slow posterior) keeps 500
-        "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 2000, "max_tree_depth": 10},
-        "posteriordb": {"rows": None, "num_warmup": 500, "num_samples": 2000, "max_tree_depth": 10},
+        "gauss-100": {"rows": None, "num_warmup": 500, "num_samples": 20000, "max_tree_depth": 10},
+        "posteriordb": {"rows": None, "num_warmup": 500, "num_samples": 20000, "max_tree_depth": 10},
         "diamonds-diamonds": {"rows": None, "num_warmup": 500, "num_samples": 500, "max_tree_depth": 10},
     },
     "full": {
@@ -775,8 +776,9 @@ def main(argv: list[str] | None = None) -> int:
                 "with a capped tree depth, 200 warm-up iterations and 800 draws per chain, --reps repetitions; the "
                 "bulk ESS of all chains counts the modes the chains sit in, so the BNN goals are also stated on the "
                 "within-chain ESS. An ESS ratio counts as met only when both sides reach an ESS of 100 (below it "
-                "the chains have not mixed, Vehtari et al. 2021). The cheap targets draw 2000 per "
-                "chain and run --cheap-reps times (medians). Run with --full for the issue's setting.",
+                "the chains have not mixed, Vehtari et al. 2021). The cheap targets draw "
+                f"{SETTINGS['reduced']['posteriordb']['num_samples']} per chain and run --cheap-reps times (medians). "
+                "Run with --full for the issue's setting.",
                 "Under a capped tree depth, trajectories that would be longer are cut identically for every "
                 "sampler; ESS per gradient then depends on how well each warm-up adapted the step size and mass "
                 "matrix in few iterations.",

@@ -14,9 +14,10 @@ before the first JAX computation of the process: call
 :func:`set_host_device_count` first thing, or set ``XLA_FLAGS`` yourself. It
 pays when one gradient is too small to keep the cores busy (small data sets,
 cheap targets); when XLA already spreads each gradient over the cores (the
-8,399-row NLO fit) splitting gave no gain, so the command-line interface does
-not request devices. Chains are split over ``gcd(C, devices)`` devices,
-so any number of chains works; with one device nothing changes.
+8,399-row NLO fit) splitting gave no gain (``benchmarks/gradient_ceiling.py`` times
+bare gradients both ways), so the command-line interface does not request devices.
+Chains are split over ``gcd(C, devices)`` devices, so any number of chains works;
+with one device nothing changes.
 
 Draws do not depend on the split: chain ``c`` of iteration ``t`` uses key
 ``split(fold_in(run_key, t), C)[c]`` whichever device runs it.
