@@ -39,10 +39,10 @@ Default: a reduced setting that fits a shared 2-core machine (see
 Markdown. ``--full`` is the issue's full setting. Runs are interleaved
 (repetition, target, sampler) and the median over repetitions is reported.
 On the cheap targets (gauss-100 and the posteriordb posteriors but diamonds)
-warm-up and sampling together take a second or two beside several seconds
-of compilation, so the reduced setting draws 20,000 per chain there (with a tenth of that,
-sampling took a fraction of a second and repeated runs of one sampler gave rates far apart) and runs
-them ``--cheap-reps`` (3) times.
+2,000 draws per chain took a fraction of a second of sampling beside several
+seconds of compilation, and repeated runs of one sampler gave rates far apart,
+so the reduced setting draws 20,000 per chain there and runs them
+``--cheap-reps`` (3) times.
 
     python benchmarks/samplers.py [--full] [--targets bnn-5-20-20-1,gauss-100] [--reps 1]
 
