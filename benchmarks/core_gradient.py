@@ -70,6 +70,15 @@ def load_process(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def evenly_spaced_rows(x: np.ndarray, y: np.ndarray, rows: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` evenly spaced rows of ``x``, ``y`` (all of them for ``None`` or ``rows >= n``): the row subset
+    of the BNN targets in ``samplers.py`` and ``gradient_ceiling.py``."""
+    if rows is None or rows >= x.shape[0]:
+        return x, y
+    keep = np.linspace(0, x.shape[0] - 1, rows).astype(int)
+    return x[keep], y[keep]
+
+
 def make_bnn(arch: str, dtype: str) -> BNN:
     return BNN(parse_architecture(arch, "tanh"), GaussianPrior(1.0, 1.0), Gaussian(100.0), dtype=dtype)
 

@@ -43,7 +43,7 @@ from jax.sharding import PartitionSpec
 
 import _devices  # noqa: F401  (one JAX CPU device per core; before JAX starts its backend)
 import _results
-from core_gradient import load_process, make_bnn
+from core_gradient import evenly_spaced_rows, load_process, make_bnn
 from sigmabnn.model import Data
 from sigmabnn.model.mlp import flatten, init_params
 from sigmabnn.parallel import AXIS, chain_mesh
@@ -55,26 +55,21 @@ NUM_CHAINS = 4
 CASES = (("5-20-20-1", 1000), ("5-20-20-1", None), ("5-50-50-50-1", 300), ("5-50-50-50-1", None))
 
 
-def _subset(x: np.ndarray, y: np.ndarray, rows: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The evenly spaced subset of ``samplers.py`` (all rows for ``None``)."""
-    if rows is None or rows >= x.shape[0]:
-        return x, y
-    keep = np.linspace(0, x.shape[0] - 1, rows).astype(int)
-    return x[keep], y[keep]
-
-
 def _loops(arch: str, dtype: str, x: np.ndarray, y: np.ndarray, steps: int):
-    """``(positions [4, d], one_device_fn, split_fn or None, value_fn, bnn)``: ``steps`` gradient steps of 4
-    chains on one device and split over the devices, and ``steps`` log-posterior evaluations alone (one device)."""
+    """``(positions [4, d], one_device_fn, split_fn or None, value_fn, devices)``: ``steps`` gradient steps of 4
+    chains on one device and split over the ``devices`` devices, and ``steps`` log-posterior evaluations alone
+    (one device)."""
     bnn = make_bnn(arch, dtype)
     data = Data(jnp.asarray(x, dtype), jnp.asarray(y, dtype))
     hyper = bnn.default_hyperparameters()
     keys = jax.random.split(jax.random.key(0), NUM_CHAINS)
     positions = jnp.stack([flatten(init_params(k, bnn.mlp, bnn.jdtype)) for k in keys])
-    grad = jax.vmap(jax.grad(lambda p: bnn.log_posterior(p, hyper, data)))
-    eps = jnp.asarray(1e-9, bnn.jdtype)  # tiny steps: the positions stay where the timing is representative
 
-    value = jax.vmap(lambda p: bnn.log_posterior(p, hyper, data))
+    def log_posterior(p):
+        return bnn.log_posterior(p, hyper, data)
+
+    grad, value = jax.vmap(jax.grad(log_posterior)), jax.vmap(log_posterior)
+    eps = jnp.asarray(1e-9, bnn.jdtype)  # tiny steps: the positions stay where the timing is representative
 
     def loop(pos):
         return jax.lax.fori_loop(0, steps, lambda _, p: p + eps * grad(p), pos)
@@ -88,12 +83,12 @@ def _loops(arch: str, dtype: str, x: np.ndarray, y: np.ndarray, steps: int):
         split = jax.jit(
             jax.shard_map(loop, mesh=mesh, in_specs=PartitionSpec(AXIS), out_specs=PartitionSpec(AXIS), check_vma=False)
         )
-    return positions, jax.jit(loop), split, jax.jit(value_loop), bnn
+    return positions, jax.jit(loop), split, jax.jit(value_loop), 1 if mesh is None else int(mesh.size)
 
 
 def measure(arch: str, rows: int | None, dtype: str, x, y, reps: int, steps: int) -> dict:
-    xs, ys = _subset(x, y, rows)
-    positions, one, split, value, _ = _loops(arch, dtype, xs, ys, steps)
+    xs, ys = evenly_spaced_rows(x, y, rows)
+    positions, one, split, value, devices = _loops(arch, dtype, xs, ys, steps)
     fns = {"one_device": one, "forward": value} | ({"split": split} if split is not None else {})
     for fn in fns.values():
         jax.block_until_ready(fn(positions))  # compile
@@ -104,18 +99,17 @@ def measure(arch: str, rows: int | None, dtype: str, x, y, reps: int, steps: int
             jax.block_until_ready(fn(positions))
             times[k].append(time.perf_counter() - t0)
     us = {k: 1e6 * statistics.median(v) / (steps * NUM_CHAINS) for k, v in times.items()}
-    rec = {
+    return {
         "target": f"bnn-{arch}",
         "rows": int(xs.shape[0]),
         "rows_setting": "reduced" if rows is not None else "all",
         "dtype": dtype,
-        "devices": int(split is not None and chain_mesh(NUM_CHAINS).size or 1),
+        "devices": devices,
         "one_device_us": us["one_device"],
         "split_us": us.get("split"),
         "forward_us": us["forward"],
         "ceiling": us["one_device"] / us["split"] if "split" in us else None,
     }
-    return rec
 
 
 def measured_ratios(path: Path) -> dict[str, float]:

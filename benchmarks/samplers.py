@@ -88,7 +88,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from tests.targets.posteriordb import NAMES as POSTERIORDB_NAMES  # noqa: E402
 
 import _results  # noqa: E402
-from core_gradient import load_process  # noqa: E402  (same data preparation as the gradient benchmark)
+from core_gradient import evenly_spaced_rows, load_process  # noqa: E402  (same data preparation as the gradient benchmark)
 
 Array = jax.Array
 RESULTS = REPO / "benchmarks" / "results"
@@ -144,9 +144,7 @@ class Run(NamedTuple):
 def bnn_problem(arch: str, settings: dict, data_path: Path, key: Array) -> Problem:
     x, y = load_process(data_path)
     test = x[np.linspace(0, x.shape[0] - 1, NUM_TEST_INPUTS).astype(int)]
-    if settings["rows"] is not None and settings["rows"] < x.shape[0]:
-        rows = np.linspace(0, x.shape[0] - 1, settings["rows"]).astype(int)  # an evenly spaced subset
-        x, y = x[rows], y[rows]
+    x, y = evenly_spaced_rows(x, y, settings["rows"])
 
     def posterior(dtype: str):
         bnn = BNN(parse_architecture(arch, "tanh"), GaussianPrior(1.0, 1.0), Gaussian(100.0), dtype=dtype)
