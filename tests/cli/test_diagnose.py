@@ -21,8 +21,8 @@ import pytest
 from sigmabnn.cli.main import main
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
-from sigmabnn.evaluate import diagnostics as diag
 from sigmabnn.evaluate import figures
+from sigmabnn.evaluate.diagnose import report_warnings
 from sigmabnn.fitted import FittedModel
 from sigmabnn.io.model_file import save_model
 from sigmabnn.model import BNN, Gaussian, parse_architecture
@@ -137,7 +137,7 @@ def test_sampler_warnings_match_train(files):
     assert any("25.00% of draws hit the maximum tree depth 10" in ln for ln in lines)
     assert any(ln.startswith("E-BFMI of chain 1 is 0.200") for ln in lines)
     # 'sigmabnn train' prints the same sentences for the same stored report.
-    from_train = diag.report_warnings(
+    from_train = report_warnings(
         make_model(sampler={"divergences": 8, "ebfmi": [0.9, 0.2, 0.8, 0.9], "acceptance": [0.8] * 4}).diagnostics
     )
     assert from_train == [ln for ln in lines if ln.startswith(("8 divergent", "E-BFMI"))]

@@ -12,6 +12,7 @@ import pytest
 
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.evaluate import diagnostics as diag
+from sigmabnn.evaluate.inference_data import to_inference_data, to_netcdf
 from sigmabnn.model.posterior import Hyperparameters
 
 
@@ -178,7 +179,7 @@ def test_inference_data_and_netcdf_roundtrip(tmp_path):
         "logdensity": rng.standard_normal((c, s)),
     }
     pred = rng.standard_normal((c, s, n))
-    idata = diag.to_inference_data(draws, info, predictions=pred, log_posterior=info["logdensity"])
+    idata = to_inference_data(draws, info, predictions=pred, log_posterior=info["logdensity"])
     assert idata.posterior["position"].dims == ("chain", "draw", "param")
     assert idata.posterior["f"].dims == ("chain", "draw", "point")
     assert idata.posterior["weight_precision"].shape == (c, s, 2)
@@ -193,7 +194,7 @@ def test_inference_data_and_netcdf_roundtrip(tmp_path):
         "lp",
     }
     path = tmp_path / "run.nc"
-    assert diag.to_netcdf(idata, path) == str(path)
+    assert to_netcdf(idata, path) == str(path)
     assert sorted(os.listdir(tmp_path)) == ["run.nc"]  # no temporary file left
     back = az.from_netcdf(path)
     np.testing.assert_array_equal(back.posterior["position"].values, np.asarray(draws.positions))
@@ -204,7 +205,7 @@ def test_inference_data_and_netcdf_roundtrip(tmp_path):
 
 
 def test_to_netcdf_failure_leaves_nothing(tmp_path, monkeypatch):
-    idata = diag.to_inference_data(predictions=np.zeros((2, 10, 1)))
+    idata = to_inference_data(predictions=np.zeros((2, 10, 1)))
     target = tmp_path / "out.nc"
     target.write_bytes(b"previous")
 
@@ -213,25 +214,25 @@ def test_to_netcdf_failure_leaves_nothing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(type(idata), "to_netcdf", boom)
     with pytest.raises(OSError, match="disk full"):
-        diag.to_netcdf(idata, target)
+        to_netcdf(idata, target)
     assert sorted(os.listdir(tmp_path)) == ["out.nc"]
     assert target.read_bytes() == b"previous"
     with pytest.raises(ValueError, match="does not exist"):
-        diag.to_netcdf(idata, tmp_path / "missing" / "x.nc")
+        to_netcdf(idata, tmp_path / "missing" / "x.nc")
 
 
 def test_inference_data_without_or_with_other_hyperparameters():
     positions = jnp.zeros((2, 10, 3))
-    idata = diag.to_inference_data(PosteriorDraws(positions=positions, hyper=None))
+    idata = to_inference_data(PosteriorDraws(positions=positions, hyper=None))
     assert set(idata.posterior.data_vars) == {"position"}
     other = PosteriorDraws(positions=positions, hyper={"a": jnp.ones((2, 10)), "b": jnp.ones((2, 10, 4))})
-    idata = diag.to_inference_data(other)
+    idata = to_inference_data(other)
     assert idata.posterior["hyper_1"].shape == (2, 10, 4)
 
 
 def test_inference_data_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="disagree"):
-        diag.to_inference_data(_draws(2, 10, 3), predictions=np.zeros((2, 11, 1)))
+        to_inference_data(_draws(2, 10, 3), predictions=np.zeros((2, 11, 1)))
 
 
 def test_runner_sample_info_type_and_kernel_specific_fields():
@@ -258,7 +259,7 @@ def test_runner_sample_info_type_and_kernel_specific_fields():
     assert not any("E-BFMI" in m or "tree depth" in m for m in diag.warnings(diag.summarize(info=info, kernel="mh")))
     with pytest.raises(ValueError, match="kernel"):
         diag.sampler_diagnostics(info, kernel="gibbs")
-    idata = diag.to_inference_data(info=info, predictions=rng.standard_normal((c, s, 2)))
+    idata = to_inference_data(info=info, predictions=rng.standard_normal((c, s, 2)))
     assert idata.sample_stats["lp"].shape == (c, s)
     assert int(idata.sample_stats["diverging"].sum()) == 1
 

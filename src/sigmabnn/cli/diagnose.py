@@ -119,6 +119,7 @@ def write_outputs(out: Path, diagnosis: Any, draws: Any, title: str) -> None:
     """Figures, summary JSON and netCDF into ``out``, as one atomic directory."""
     from sigmabnn.evaluate import diagnostics as diag
     from sigmabnn.evaluate import figures
+    from sigmabnn.evaluate.inference_data import to_inference_data, to_netcdf
     from sigmabnn.io.atomic import atomic_directory
 
     summary = diagnosis.summary
@@ -133,10 +134,8 @@ def write_outputs(out: Path, diagnosis: Any, draws: Any, title: str) -> None:
         figures.trace_figure(tmp / FIGURES[0], quantities, title=title)
         figures.rank_figure(tmp / FIGURES[1], quantities, title=title)
         figures.autocorrelation_figure(tmp / FIGURES[2], rho, title=title, suggested_thin=summary.get("suggested_thin"))
-        idata = diag.to_inference_data(
-            draws=draws, predictions=diagnosis.predictions, log_posterior=diagnosis.log_posterior
-        )
-        diag.to_netcdf(idata, tmp / NETCDF_FILE)
+        idata = to_inference_data(draws=draws, predictions=diagnosis.predictions, log_posterior=diagnosis.log_posterior)
+        to_netcdf(idata, tmp / NETCDF_FILE)
         (tmp / SUMMARY_FILE).write_text(json.dumps(common.to_builtin(summary), indent=2, allow_nan=False) + "\n")
 
 
@@ -145,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     out = None if args.out is None else _check_out(args.out)
 
     from sigmabnn.api import MCMC_METHODS
-    from sigmabnn.evaluate import diagnostics as diag
+    from sigmabnn.evaluate.diagnose import diagnose_model
     from sigmabnn.io.model_file import load_model
 
     fitted = load_model(args.model)
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         from sigmabnn.data.tables import read_table
 
         table = read_table(data_path)
-    diagnosis = diag.diagnose_model(fitted, table, num_points=args.points)
+    diagnosis = diagnose_model(fitted, table, num_points=args.points)
     summary = diagnosis.summary
     d = fitted.draws
     title = f"{fitted.target_name}: {fitted.method}, {d.num_chains} chains x {d.num_draws} draws"

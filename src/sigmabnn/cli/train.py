@@ -424,7 +424,7 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
             print(f"    {label.ljust(width)}{cells}", file=file)
     print(f"model written to {out}", file=file)
     file.flush()
-    from sigmabnn.evaluate.diagnostics import report_warnings  # the same sentences as 'sigmabnn diagnose'
+    from sigmabnn.evaluate.diagnose import report_warnings  # the same sentences as 'sigmabnn diagnose'
 
     warnings = report_warnings(report)
     if data.get("dropped"):

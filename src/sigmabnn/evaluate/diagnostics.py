@@ -33,15 +33,15 @@ Stan: R-hat > 1.01, bulk or tail ESS < 100 per chain, any divergence, any
 draw at the maximum tree depth, E-BFMI < 0.3, a chain with (near) zero
 acceptance.
 
-Everything returns plain data (floats, lists, numpy arrays); figures live
-elsewhere.
+Everything returns plain data (floats, lists, numpy arrays). Figures live in
+:mod:`sigmabnn.evaluate.figures`, ArviZ InferenceData and netCDF in
+:mod:`sigmabnn.evaluate.inference_data`, the diagnosis of a fitted model (and
+of the report stored in its file) in :mod:`sigmabnn.evaluate.diagnose`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import warnings as _warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -54,20 +54,15 @@ with _warnings.catch_warnings():
     import xarray as xr
 
 __all__ = [
-    "ModelDiagnosis",
     "Thresholds",
     "autocorrelation",
     "chain_statistics",
-    "diagnose_model",
     "ebfmi",
+    "info_field",
     "predictive_diagnostics",
-    "report_warnings",
     "sampler_diagnostics",
-    "stored_summary",
     "suggest_thin",
     "summarize",
-    "to_inference_data",
-    "to_netcdf",
     "warnings",
 ]
 
@@ -300,7 +295,8 @@ def ebfmi(energy: Any) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _field(info: Any, name: str) -> np.ndarray | None:
+def info_field(info: Any, name: str) -> np.ndarray | None:
+    """Field ``name`` of sampler info (a NamedTuple or a mapping) as an array, or ``None`` where absent."""
     if info is None:
         return None
     value = info.get(name) if isinstance(info, Mapping) else getattr(info, name, None)
@@ -331,7 +327,7 @@ def sampler_diagnostics(info: Any, *, max_tree_depth: int | None = None, kernel:
     if kernel not in ("nuts", "hmc", "chees", "mh"):
         raise ValueError(f"kernel must be 'nuts', 'hmc', 'chees' or 'mh', got {kernel!r}")
     out: dict[str, Any] = {}
-    div = _field(info, "is_divergent")
+    div = info_field(info, "is_divergent")
     if div is not None:
         div = np.asarray(div, dtype=bool)
         if div.ndim != 2:
@@ -340,18 +336,18 @@ def sampler_diagnostics(info: Any, *, max_tree_depth: int | None = None, kernel:
         out["num_divergent"] = int(div.sum())
         out["divergent_fraction"] = float(div.mean())
         out["divergent_per_chain"] = [int(v) for v in div.sum(axis=1)]
-    depth = _field(info, "tree_depth") if kernel == "nuts" else None
+    depth = info_field(info, "tree_depth") if kernel == "nuts" else None
     if depth is not None:
         depth = np.asarray(depth)
         out["mean_tree_depth"] = float(depth.mean())
         if max_tree_depth is not None:
             out["max_tree_depth"] = int(max_tree_depth)
             out["tree_depth_saturation_fraction"] = float(np.mean(depth >= max_tree_depth))
-    energy = _field(info, "energy") if kernel != "mh" else None
+    energy = info_field(info, "energy") if kernel != "mh" else None
     if energy is not None:
         out["ebfmi"] = [float(v) for v in ebfmi(energy)]
         out["num_chains"] = int(np.shape(energy)[0])
-    acc = _field(info, "acceptance_rate")
+    acc = info_field(info, "acceptance_rate")
     if acc is not None:
         acc = np.asarray(acc, dtype=np.float64)
         if acc.ndim != 2:
@@ -479,354 +475,3 @@ def warnings(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -
         if value <= t.min_acceptance:
             out.append(f"Chain {i} is stuck: its mean acceptance rate is {value:.3g}.")
     return out
-
-
-# --------------------------------------------------------------------------- ArviZ / netCDF
-
-_SAMPLE_STATS = {
-    "acceptance_rate": "acceptance_rate",
-    "step_size": "step_size",
-    "num_integration_steps": "n_steps",
-    "tree_depth": "tree_depth",
-    "is_divergent": "diverging",
-    "energy": "energy",
-    "logdensity": "lp",
-}
-
-
-def to_inference_data(
-    draws: Any = None,
-    info: Any = None,
-    predictions: Any = None,
-    log_posterior: Any = None,
-) -> az.InferenceData:
-    """Posterior draws, predictions and sampler info as an :class:`arviz.InferenceData`.
-
-    Args:
-        draws: a :class:`~sigmabnn.draws.PosteriorDraws` (``positions``
-            ``[C, S, d]`` become posterior variable ``position`` with dim
-            ``param``; hyperparameter fields become variables of their own
-            names, leaves of another hyperparameter pytree ``hyper_<i>``),
-            or ``None``.
-        info: sampler info with ``[C, S]`` fields (``SampleInfo``); mapped to
-            ArviZ's names in ``sample_stats`` (``is_divergent`` ->
-            ``diverging``, ``logdensity`` -> ``lp``, ``num_integration_steps``
-            -> ``n_steps``; the others keep their names).
-        predictions: ``[C, S, n_points]`` predictions, posterior variable ``f``
-            with dim ``point``.
-        log_posterior: ``[C, S]``, posterior variable ``log_posterior``.
-
-    Returns:
-        the InferenceData (numpy float64 / bool / int arrays).
-    """
-    posterior: dict[str, np.ndarray] = {}
-    dims: dict[str, list[str]] = {}
-    if draws is not None:
-        positions = np.asarray(draws.positions)
-        if positions.ndim != 3:
-            raise ValueError(f"draws.positions must have shape [chain, draw, d], got shape {positions.shape}")
-        posterior["position"] = positions
-        dims["position"] = ["param"]
-        hyper = getattr(draws, "hyper", None)
-        if hyper is not None:
-            if hasattr(hyper, "_asdict"):
-                fields = hyper._asdict()
-            else:  # any other pytree: its leaves, numbered
-                import jax
-
-                fields = {f"hyper_{i}": leaf for i, leaf in enumerate(jax.tree_util.tree_leaves(hyper))}
-            for name, value in fields.items():
-                if value is None:
-                    continue
-                value = np.asarray(value)
-                posterior[name] = value
-                if value.ndim > 2:
-                    dims[name] = [f"{name}_dim_{i}" for i in range(value.ndim - 2)]
-    if predictions is not None:
-        pred = np.asarray(predictions)
-        if pred.ndim != 3:
-            raise ValueError(f"predictions must have shape [chain, draw, n_points], got shape {pred.shape}")
-        posterior["f"] = pred
-        dims["f"] = ["point"]
-    if log_posterior is not None:
-        lp = np.asarray(log_posterior)
-        if lp.ndim != 2:
-            raise ValueError(f"log_posterior must have shape [chain, draw], got shape {lp.shape}")
-        posterior["log_posterior"] = lp
-    sample_stats: dict[str, np.ndarray] = {}
-    if info is not None:
-        for field, name in _SAMPLE_STATS.items():
-            value = _field(info, field)
-            if value is not None:
-                sample_stats[name] = value
-    shapes = {v.shape[:2] for v in (*posterior.values(), *sample_stats.values())}
-    if len(shapes) > 1:
-        raise ValueError(f"inputs disagree on [chain, draw]: {sorted(shapes)}")
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("ignore", UserWarning)  # "more chains than draws" for tiny inputs
-        return az.from_dict(
-            posterior=posterior or None,
-            sample_stats=sample_stats or None,
-            dims=dims or None,
-        )
-
-
-def to_netcdf(idata: az.InferenceData, path: str | os.PathLike[str]) -> str:
-    """Write ``idata`` to a netCDF-4 file atomically (temporary file, then :func:`os.replace`).
-
-    Uses ArviZ's writer with the ``h5netcdf`` engine. A failure leaves no
-    partial file at ``path`` (and removes the temporary file).
-
-    Returns:
-        ``path`` as a string.
-    """
-    target = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(directory):
-        raise ValueError(f"cannot write {target}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".nc", dir=directory)
-    os.close(fd)
-    try:
-        idata.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    return target
-
-
-# --------------------------------------------------------------------------- a fitted model
-
-#: Function-space check points when no data are given (standard-normal inputs in standardised units).
-DEFAULT_NUM_POINTS = 20
-#: Draws evaluated at once when recomputing the log posterior (bounds memory: draws x rows x width).
-LOG_POSTERIOR_BATCH = 8
-
-
-class ModelDiagnosis(NamedTuple):
-    """Diagnostics of a fitted model's MCMC draws (see :func:`diagnose_model`).
-
-    Attributes:
-        summary: JSON-able dict as from :func:`summarize`, plus ``"inputs"``
-            (where the predictions were taken), ``"log_posterior_source"``
-            and ``"warnings"``.
-        warnings: the plain-sentence warnings (:func:`warnings` of ``summary``).
-        predictions: ``[C, S, k]`` network means (first target, model units)
-            at the ``k`` check inputs; float64.
-        log_posterior: ``[C, S]`` log posterior of every draw on the given data
-            (nats), or ``None`` without labelled data.
-    """
-
-    summary: dict[str, Any]
-    warnings: list[str]
-    predictions: np.ndarray
-    log_posterior: np.ndarray | None
-
-
-def _network_means(fitted: Any, z: np.ndarray) -> np.ndarray:
-    """Model-space means ``[C, S, k]`` (first target) of every draw at standardised inputs ``z`` ``[k, p]``."""
-    import jax
-    import jax.numpy as jnp
-
-    bnn, draws = fitted.bnn, fitted.draws
-    c, s = draws.num_chains, draws.num_draws
-    pos = jnp.asarray(np.asarray(draws.positions).reshape(c * s, -1), bnn.jdtype)
-    zz = jnp.asarray(z, bnn.jdtype)
-
-    def one(p):
-        return bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]
-
-    f = jax.jit(lambda ps: jax.lax.map(one, ps, batch_size=64))(pos)
-    return np.asarray(f, dtype=np.float64).reshape(c, s, -1)
-
-
-def _draw_log_posterior(fitted: Any, z: np.ndarray, y_model: np.ndarray) -> np.ndarray:
-    """Log posterior ``[C, S]`` of every draw (with its own hyperparameters) on standardised data."""
-    import jax
-    import jax.numpy as jnp
-
-    from sigmabnn.model.posterior import Data
-
-    bnn, draws = fitted.bnn, fitted.draws
-    c, s = draws.num_chains, draws.num_draws
-    t = c * s
-    pos = jnp.asarray(np.asarray(draws.positions).reshape(t, -1), bnn.jdtype)
-    hyper = jax.tree_util.tree_map(
-        lambda a: jnp.asarray(np.asarray(a).reshape((t,) + np.shape(a)[2:]), bnn.jdtype), draws.hyper
-    )
-    data = Data(jnp.asarray(z, bnn.jdtype), jnp.asarray(y_model, bnn.jdtype))
-
-    def one(args):
-        p, h = args
-        return bnn.log_posterior(p, h, data)
-
-    lp = jax.jit(lambda ps, hs: jax.lax.map(one, (ps, hs), batch_size=LOG_POSTERIOR_BATCH))(pos, hyper)
-    return np.asarray(lp, dtype=np.float64).reshape(c, s)
-
-
-def stored_summary(report: Mapping[str, Any], num_chains: int, num_draws: int) -> dict[str, Any]:
-    """A :func:`summarize`-shaped dict rebuilt from the training report a model file stores.
-
-    ``report`` is the report of :func:`sigmabnn.api.fit` (``fitted.diagnostics``):
-    its ``"sampler"`` block holds per-chain acceptance and E-BFMI, the number
-    of divergences, the tree-depth saturation fraction and the function-space
-    and log-posterior R-hat / bulk ESS measured at the end of training; its
-    ``"settings"`` or the model's settings hold ``max_tree_depth``. Missing
-    entries are left out, so :func:`warnings` of the result warns on what was
-    measured and nothing else.
-    """
-    sampler = dict(report.get("sampler") or {})
-    out: dict[str, Any] = {"num_chains": int(num_chains), "num_draws": int(num_draws)}
-    block: dict[str, Any] = {}
-    ndiv = sampler.get("divergences")
-    if ndiv is not None:
-        block["num_divergent"] = int(ndiv)
-        block["divergent_fraction"] = float(ndiv) / max(1, num_chains * num_draws)
-    sat = sampler.get("tree_depth_saturation")
-    depth = sampler.get("max_tree_depth", report.get("max_tree_depth"))
-    if sat is not None:
-        block["tree_depth_saturation_fraction"] = float(sat)
-        block["max_tree_depth"] = depth
-    for key, name in (("ebfmi", "ebfmi"), ("acceptance", "mean_acceptance")):
-        values = sampler.get(key)
-        if values is not None:
-            block[name] = [math.nan if v is None else float(v) for v in np.atleast_1d(values).tolist()]
-    if block:
-        out["sampler"] = block
-    for key, name in (("predictions", "predictions"), ("log_posterior", "log_posterior")):
-        rhat, ess = sampler.get(f"rhat_{key}"), sampler.get(f"ess_bulk_{key}")
-        if rhat is None and ess is None:
-            continue
-        out[name] = {
-            "max_rhat": math.nan if rhat is None else float(rhat),
-            "min_ess_bulk": math.nan if ess is None else float(ess),
-            "argmax_rhat": -1,
-        }
-    return out
-
-
-def report_warnings(report: Mapping[str, Any], thresholds: Thresholds | None = None) -> list[str]:
-    """The warnings for a training report (what ``sigmabnn train`` prints at the end).
-
-    The same sentences, from the same :func:`warnings`, that ``sigmabnn
-    diagnose`` gives for the stored training diagnostics of the model; empty
-    for a variational fit (no chains to diagnose).
-    """
-    sampler = report.get("sampler") or {}
-    model = report.get("model") or {}
-    networks = int(model.get("networks") or 0)
-    chains = len(sampler.get("acceptance") or []) or 1
-    if "acceptance" not in sampler and "divergences" not in sampler:
-        return []
-    return warnings(stored_summary(report, chains, max(1, networks // chains)), thresholds)
-
-
-def diagnose_model(
-    fitted: Any,
-    data: Any = None,
-    *,
-    num_points: int = DEFAULT_NUM_POINTS,
-    rng_key: Any = None,
-    thresholds: Thresholds | None = None,
-) -> ModelDiagnosis:
-    """Function-space and sampler diagnostics of a fitted model's draws.
-
-    Predictions: the network means ``f(x)`` (first target, model units) of
-    every draw at ``k = num_points`` inputs: evenly spaced rows of ``data``
-    when given, else ``k`` standard-normal points in the standardised input
-    space (i.e. around the training inputs, one training standard deviation
-    apart), drawn with ``rng_key`` (default ``jax.random.key(0)``).
-
-    Log posterior: when ``data`` holds the target column, the log posterior
-    of every draw (its weights and hyperparameters) on all of ``data``'s
-    rows, ``log p(w | hyper) + log p(y | w, hyper)`` in the model's
-    standardised units; on the training table this is exactly what the
-    sampler targeted; on any other table it is still a fixed function of the
-    draw, which is all R-hat and ESS need. Without target values the
-    training-time log-posterior R-hat and ESS stored in the model are used.
-
-    Sampler statistics (divergences, tree-depth saturation, E-BFMI,
-    acceptance) are those the model stores from training.
-
-    Args:
-        fitted: a :class:`~sigmabnn.fitted.FittedModel` with MCMC draws.
-        data: ``None``, a DataFrame with the raw feature columns (and
-            optionally the target), or a raw feature matrix ``[n, p]``.
-        num_points: number of check inputs (>= 1).
-        rng_key: JAX key for the reference inputs when ``data`` is ``None``.
-        thresholds: warning limits (default :class:`Thresholds`).
-
-    Returns:
-        :class:`ModelDiagnosis`.
-    """
-    import jax
-
-    from sigmabnn.errors import DataError, InputError
-    from sigmabnn.predict import feature_matrix_for
-
-    if int(num_points) < 1:
-        raise InputError(f"num_points must be >= 1, got {num_points}")
-    draws = fitted.draws
-    if draws.num_draws < 4:
-        raise InputError(f"diagnostics need at least 4 draws per chain; the model has {draws.num_draws}")
-    c, s = draws.num_chains, draws.num_draws
-    log_posterior = None
-    source = "training report"
-    if data is None:
-        key = jax.random.key(0) if rng_key is None else rng_key
-        z = np.asarray(jax.random.normal(key, (int(num_points), fitted.num_features)), np.float64)
-        inputs = {"source": "reference", "num_points": int(num_points), "x": fitted.x_transform.inverse(z).tolist()}
-    else:
-        x = feature_matrix_for(fitted, data)
-        n = x.shape[0]
-        if n == 0:
-            raise DataError("no rows to diagnose")
-        rows = np.unique(np.linspace(0, n - 1, min(int(num_points), n)).round().astype(int))
-        z = fitted.x_transform.forward(x[rows])
-        inputs = {"source": "data", "num_points": int(rows.size), "rows": rows.tolist()}
-        y = _target_values(fitted, data)
-        if y is not None:
-            if fitted.bnn.likelihood.name == "known_noise":
-                source = "training report (a known-noise model needs its noise column)"
-            else:
-                zall = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
-                y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
-                log_posterior = _draw_log_posterior(fitted, zall, y_model)
-                source = f"on {n} data rows"
-    predictions = _network_means(fitted, z)
-    summary = summarize(predictions=predictions, log_posterior=log_posterior)
-    stored = stored_summary(fitted.diagnostics or {}, c, s)
-    if stored.get("sampler", {}).get("max_tree_depth") is None and "sampler" in stored:
-        stored["sampler"]["max_tree_depth"] = (fitted.settings or {}).get("max_tree_depth")
-    if "sampler" in stored:
-        summary["sampler"] = stored["sampler"]
-    if log_posterior is None and "log_posterior" in stored:
-        summary["log_posterior"] = stored["log_posterior"]
-    summary["inputs"] = inputs
-    summary["log_posterior_source"] = source
-    summary["method"] = fitted.method
-    found = warnings(summary, thresholds)
-    summary["warnings"] = found
-    return ModelDiagnosis(summary, found, predictions, log_posterior)
-
-
-def _target_values(fitted: Any, data: Any) -> np.ndarray | None:
-    """Target values ``[n, t]`` of a DataFrame that holds the (valid) target column, else ``None``."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        return None
-    if not isinstance(data, pd.DataFrame) or fitted.target_name not in data.columns:
-        return None
-    from sigmabnn.errors import DataError
-
-    y = pd.to_numeric(data[fitted.target_name], errors="coerce").to_numpy(np.float64)[:, None]
-    bad = ~np.isfinite(y[:, 0]) | (fitted.log_target & ~(y[:, 0] > 0))
-    if bad.any():
-        raise DataError(
-            f"target column {fitted.target_name!r} has {int(bad.sum())} missing, non-finite"
-            + (" or non-positive" if fitted.log_target else "")
-            + " values; drop those rows or leave the column out"
-        )
-    return y
