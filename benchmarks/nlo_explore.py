@@ -59,6 +59,8 @@ jax.config.update("jax_enable_x64", True)
 
 from sigmabnn.data.features import add_derived  # noqa: E402
 from sigmabnn.datasets import THESIS_FEATURES, ewino_table, load_ewino  # noqa: E402
+from sigmabnn.model.likelihoods import HeteroscedasticStudentT  # noqa: E402
+from sigmabnn.physics import amplitude_features, couplings  # noqa: E402
 from sigmabnn.workflows import nlo  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "nlo_explore.json"
@@ -249,7 +251,7 @@ def group_proxy() -> None:
         key = f"sl{sl:+d}_sr{sr:+d}_k{k:g}_s0{s0:g}" + (f"_z{zk:g}" if zk != 1.0 else "")
         if key in res:
             continue
-        spec = nlo.proxy_features(
+        spec = amplitude_features.proxy_features(
             "1000022,1000022", sign_left=sl, sign_right=sr, shat_factor=k, shat_offset=s0, z_scale=zk
         )
         d2 = add_derived(df, spec)
@@ -267,17 +269,18 @@ FEATURE_SETS = {
         "logzc=log((N1000022_3**2-N1000022_4**2)**2+1e-12)",
         "absm=abs(m_1000022)",
     ],
-    "couplings": lambda: nlo.coupling_features("1000022,1000022"),
-    "couplings+interf": lambda: nlo.coupling_features("1000022,1000022", interference=True),
-    "proxy_only": lambda: ["lam_1000022=log(abs(m_1000022))"] + nlo.proxy_features("1000022,1000022"),
+    "couplings": lambda: amplitude_features.coupling_features("1000022,1000022"),
+    "couplings+interf": lambda: amplitude_features.coupling_features("1000022,1000022", interference=True),
+    "proxy_only": lambda: ["lam_1000022=log(abs(m_1000022))"] + amplitude_features.proxy_features("1000022,1000022"),
     "proxy": lambda: (
-        nlo.coupling_features("1000022,1000022", interference=True) + nlo.proxy_features("1000022,1000022")
+        amplitude_features.coupling_features("1000022,1000022", interference=True)
+        + amplitude_features.proxy_features("1000022,1000022")
     ),
     "proxy_multi_s": lambda: (
-        nlo.coupling_features("1000022,1000022", interference=True)
-        + nlo.proxy_features("1000022,1000022", shat_factor=1.2, shat_offset=0.0, suffix="_lo")
-        + nlo.proxy_features("1000022,1000022", shat_factor=4.0, shat_offset=1e5, suffix="_hi")
-        + nlo.proxy_features("1000022,1000022")
+        amplitude_features.coupling_features("1000022,1000022", interference=True)
+        + amplitude_features.proxy_features("1000022,1000022", shat_factor=1.2, shat_offset=0.0, suffix="_lo")
+        + amplitude_features.proxy_features("1000022,1000022", shat_factor=4.0, shat_offset=1e5, suffix="_hi")
+        + amplitude_features.proxy_features("1000022,1000022")
     ),
 }
 
@@ -343,7 +346,7 @@ def group_features(steps: int, only: list[str] | None = None) -> None:
 
 
 def group_arch(steps: int) -> None:
-    derived = nlo.recommended_features(PROCESS)
+    derived = amplitude_features.recommended_features(PROCESS)
     res = json.loads(RESULTS.read_text()).get("arch_map", {}) if RESULTS.exists() else {}
     cases = [
         ((20, 20), steps, 3e-3, "tanh", True),
@@ -371,7 +374,7 @@ def group_noise(steps: int, hidden: tuple[int, ...], quick: bool = False) -> Non
     ``noise_models_<steps>steps``.
     """
     key = f"noise_models_{steps}steps" if quick else "noise_models"
-    derived = nlo.recommended_features(PROCESS)
+    derived = amplitude_features.recommended_features(PROCESS)
     _, sp, frames, data, (ym, ys) = run_map_case("recommended", derived, hidden, steps)
     x, y = data["train"]
     res = {"hidden": list(hidden), "steps": steps}
@@ -488,10 +491,10 @@ def group_nuts_student(
     from sigmabnn.model.priors import GaussianPrior
     from sigmabnn.train import MCMCConfig, fit_mcmc
 
-    frames = load_frames(nlo.recommended_features(PROCESS))
+    frames = load_frames(amplitude_features.recommended_features(PROCESS))
     data, (ym, ys) = standardise(frames)
     x, y = data["train"]
-    lik = nlo.HeteroscedasticStudentT(df=df_t)
+    lik = HeteroscedasticStudentT(df=df_t)
     mlp_ = parse_architecture((x.shape[1], *hidden, 2), "tanh")
     bnn = BNN(mlp=mlp_, prior=GaussianPrior(1.0, 1.0), likelihood=lik)
     cfg = MCMCConfig(
@@ -620,26 +623,29 @@ def threshold_integrals(m: np.ndarray, lum_power: float = 2.0, nodes: int = 240)
     u = np.logspace(-3.0, 8.0, nodes)[None, :]
     sh = 4.0 * np.square(m)[:, None] + u
     w = sh ** (1.0 - lum_power) * (u / sh) ** 1.5 * u  # ds = u dlog(u)
-    d = np.square(sh - nlo.MZ**2) + (nlo.MZ * nlo.GAMMA_Z) ** 2
+    d = np.square(sh - couplings.MZ**2) + (couplings.MZ * couplings.GAMMA_Z) ** 2
     dl = np.diff(np.log(u), axis=1)
 
     def trap(f):
         return np.sum(0.5 * (f[:, 1:] + f[:, :-1]) * dl, axis=1)
 
-    return trap(w / d), trap(w * (sh - nlo.MZ**2) / d), trap(w)
+    return trap(w / d), trap(w * (sh - couplings.MZ**2) / d), trap(w)
 
 
 def integrated_proxy(part, lum_power: float = 2.0) -> np.ndarray:
-    """``log sum_q w_q int |A_q(s)|^2`` per row of ``part`` (chi1 chi1): the proxy of ``nlo.proxy_features``
+    """``log sum_q w_q int |A_q(s)|^2`` per row of ``part`` (chi1 chi1): the proxy of
+    ``amplitude_features.proxy_features``
     with the Z propagator integrated over s-hat above threshold instead of taken at one ``s_eff``."""
     pdg = 1000022
-    couplings = [f"zs=N{pdg}_3**2-N{pdg}_4**2"] + [f"f_{q}={nlo._squark_coupling(pdg, q)}" for q in nlo._CHIRALITIES]
-    c = add_derived(part, couplings)  # the couplings as the library's features define them
+    coupling_specs = [f"zs=N{pdg}_3**2-N{pdg}_4**2"] + [
+        f"f_{q}={couplings.squark_coupling(pdg, q)}" for q in couplings.CHIRALITIES
+    ]
+    c = add_derived(part, coupling_specs)  # the couplings as the library's features define them
     zs = c["zs"].to_numpy()
     i_zz, i_zs, i_ss = threshold_integrals(np.abs(part[f"m_{pdg}"].to_numpy()), lum_power)
     total = np.zeros_like(zs)
-    for q, (cz, msq, weight) in nlo._CHIRALITIES.items():
-        a = cz / (2.0 * nlo._CW2) * zs * part[msq].to_numpy() ** 2
+    for q, (cz, msq, weight) in couplings.CHIRALITIES.items():
+        a = cz / (2.0 * couplings.COS2_THETA_W) * zs * part[msq].to_numpy() ** 2
         b = 2.0 * (1.0 if q.endswith("L") else -1.0) * np.square(c[f"f_{q}"].to_numpy())
         total += weight * (a * a * i_zz + 2.0 * a * b * i_zs + b * b * i_ss)
     return np.log(np.maximum(total, 1e-300))
@@ -653,7 +659,7 @@ def group_resonance(steps: int, seeds: int = 3) -> None:
     training split, added back to the prediction). Seeds 0..seeds-1; the largest test cross section
     (58 pb at |m| = 45.6 GeV, 0.06 GeV above the Z threshold) is reported per run.
     """
-    frames = load_frames(nlo.recommended_features(PROCESS))
+    frames = load_frames(amplitude_features.recommended_features(PROCESS))
     df = load_ewino()
     df = df[df[TARGET].notna() & (df[TARGET] > 0)].reset_index(drop=True)
     lp = {k: integrated_proxy(df[df["split"] == k]) for k in frames}

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nlo_explore as ex  # noqa: E402
 from _results import RESULTS_DIR, write_json, write_text_atomic  # noqa: E402
+from sigmabnn.physics import amplitude_features
 from sigmabnn.workflows import nlo  # noqa: E402
 
 RESULTS = RESULTS_DIR / "nlo_levers.json"
@@ -89,7 +90,7 @@ FIT_CASES: dict[str, dict[str, Any]] = {
 # The cases above were measured before the recommended features had the resonance integral and the
 # target its baseline: they keep the features of that time, so a rerun measures the same thing.
 _BEFORE_RESONANCE = {
-    "derive": tuple(nlo.recommended_features(PROCESS, resonance=False)),
+    "derive": tuple(amplitude_features.recommended_features(PROCESS, resonance=False)),
     "baseline": (),
 }
 for _case in FIT_CASES.values():
@@ -137,7 +138,7 @@ def stamp() -> dict[str, Any]:
 
 
 def group_map(cases: list[str] | None) -> None:
-    derived = nlo.recommended_features(PROCESS)
+    derived = amplitude_features.recommended_features(PROCESS)
     for name, c in MAP_CASES.items():
         if cases and name not in cases:
             continue

@@ -131,7 +131,8 @@ def run_toy_case(function, index: int, method: str, seed: int) -> dict[str, Any]
 def nlo_tables(train_rows: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
     """(training table: a seeded subset of the train rows plus all val rows, test rows, config)."""
     from sigmabnn.datasets import load_ewino
-    from sigmabnn.workflows.nlo import recommended_config, recommended_features
+    from sigmabnn.physics.amplitude_features import recommended_features
+    from sigmabnn.workflows.nlo import recommended_config
 
     # the features these results were measured with (before the resonance integral and the target's baseline)
     config = recommended_config("1000022,1000022", derive=tuple(recommended_features("1000022,1000022", False)))

@@ -7,6 +7,8 @@ import pytest
 
 from sigmabnn.data.features import add_derived, parse_derive
 from sigmabnn.datasets import THESIS_FEATURES, load_ewino, processes
+from sigmabnn.model.likelihoods import HeteroscedasticStudentT
+from sigmabnn.physics import amplitude_features, couplings
 from sigmabnn.workflows import nlo
 
 
@@ -17,7 +19,7 @@ def ewino():
 
 @pytest.mark.parametrize("process", [str(p) for p in processes()])
 def test_recommended_features_finite_for_every_process(ewino, process):
-    specs = nlo.recommended_features(process)
+    specs = amplitude_features.recommended_features(process)
     assert specs, "every process gets at least the log-mass features"
     names = [parse_derive(s).name for s in specs]
     assert len(set(names)) == len(names)
@@ -30,14 +32,14 @@ def test_recommended_features_finite_for_every_process(ewino, process):
 
 
 def test_neutralino_pairs_get_couplings_and_proxy_charginos_do_not():
-    n1n2 = [parse_derive(s).name for s in nlo.recommended_features("1000022,1000023")]
+    n1n2 = [parse_derive(s).name for s in amplitude_features.recommended_features("1000022,1000023")]
     assert {"zs", "fq_uL", "fq_dL", "fR", "zfu", "la_uL", "lproxy"} <= set(n1n2)
     assert n1n2[-1] == "lpint"
-    c1 = [parse_derive(s).name for s in nlo.recommended_features("1000022,-1000024")]
+    c1 = [parse_derive(s).name for s in amplitude_features.recommended_features("1000022,-1000024")]
     assert c1 == ["lam_1000022", "lam_1000024"]
     assert nlo.recommended_config("1000022,1000023").baseline == ("lpint",)
     assert nlo.recommended_config("1000022,-1000024").baseline == ()
-    before = tuple(nlo.recommended_features("1000022,1000023", resonance=False))
+    before = tuple(amplitude_features.recommended_features("1000022,1000023", resonance=False))
     assert nlo.recommended_config("1000022,1000023", derive=before).baseline == ()
 
 
@@ -47,10 +49,10 @@ def test_integrated_proxy_matches_an_independent_integration(ewino):
 
     i, j = 1000022, 1000023
     rows = ewino.iloc[[0, 17, 4242]]
-    out = add_derived(rows, nlo.resonance_features(f"{i},{j}"))
-    tw = np.sqrt(nlo.SIN2_THETA_W / (1 - nlo.SIN2_THETA_W))
-    cw2 = 1 - nlo.SIN2_THETA_W
-    s2w = nlo.SIN2_THETA_W
+    out = add_derived(rows, amplitude_features.resonance_features(f"{i},{j}"))
+    tw = np.sqrt(couplings.SIN2_THETA_W / (1 - couplings.SIN2_THETA_W))
+    cw2 = 1 - couplings.SIN2_THETA_W
+    s2w = couplings.SIN2_THETA_W
     chir = {  # Z-quark coupling, squark mass column, weight, f_q(n) of the mixing row n
         "uL": (0.5 - 2 / 3 * s2w, "m_1000002", 2.0, lambda n: n[1] / 2 + tw / 6 * n[0]),
         "dL": (-0.5 + 1 / 3 * s2w, "m_1000001", 1.0, lambda n: -n[1] / 2 + tw / 6 * n[0]),
@@ -68,20 +70,20 @@ def test_integrated_proxy_matches_an_independent_integration(ewino):
             total = 0.0
             for q, (cz, msq, w, f) in chir.items():
                 sign = 1.0 if q.endswith("L") else -1.0
-                amp = cz / (2 * cw2) * zs * r[msq] ** 2 / complex(s - nlo.MZ**2, nlo.MZ * nlo.GAMMA_Z)
+                amp = cz / (2 * cw2) * zs * r[msq] ** 2 / complex(s - couplings.MZ**2, couplings.MZ * couplings.GAMMA_Z)
                 total += w * abs(amp + 2 * sign * f(ni) * f(nj)) ** 2
             return total * (1 - s0 / s) ** 1.5 / s * np.exp(x)
 
-        peak = np.log(max(nlo.MZ**2 - s0, 1e-3))
-        edges = sorted({np.log(1e-9), peak, np.log(nlo.RESONANCE_SPAN)})
+        peak = np.log(max(couplings.MZ**2 - s0, 1e-3))
+        edges = sorted({np.log(1e-9), peak, np.log(amplitude_features.RESONANCE_SPAN)})
         value = sum(integrate.quad(rate, a, b, limit=400, epsrel=1e-10)[0] for a, b in zip(edges[:-1], edges[1:]))
         np.testing.assert_allclose(got, np.log(value), atol=1e-6)
 
 
 def test_couplings_match_their_definitions(ewino):
-    out = add_derived(ewino, nlo.coupling_features("1000022,1000022", interference=True))
+    out = add_derived(ewino, amplitude_features.coupling_features("1000022,1000022", interference=True))
     n1, n2, n3, n4 = (ewino[f"N1000022_{j}"].to_numpy() for j in range(1, 5))
-    tw = np.sqrt(nlo.SIN2_THETA_W / (1 - nlo.SIN2_THETA_W))
+    tw = np.sqrt(couplings.SIN2_THETA_W / (1 - couplings.SIN2_THETA_W))
     np.testing.assert_allclose(out["zs"], n3**2 - n4**2, rtol=1e-12)
     np.testing.assert_allclose(out["fq_uL"], (n2 / 2 + tw / 6 * n1) ** 2, rtol=1e-5)
     np.testing.assert_allclose(out["fq_dL"], (-n2 / 2 + tw / 6 * n1) ** 2, rtol=1e-5)
@@ -91,7 +93,7 @@ def test_couplings_match_their_definitions(ewino):
 def test_proxy_explains_most_of_the_chi1chi1_cross_section(ewino):
     """Least squares on a cubic in log|m| plus lproxy: test R^2 (log10 sigma) well above mass alone."""
     df = ewino[ewino["nlo_1000022_1000022"].notna()].reset_index(drop=True)
-    df = add_derived(df, nlo.proxy_features("1000022,1000022"))
+    df = add_derived(df, amplitude_features.proxy_features("1000022,1000022"))
     y = np.log10(df["nlo_1000022_1000022"].to_numpy())
     lm = np.log(np.abs(df["m_1000022"].to_numpy()))
     base = np.column_stack([np.ones_like(lm), lm, lm**2, lm**3, np.sign(df["m_1000022"].to_numpy())])
@@ -111,22 +113,22 @@ def test_proxy_explains_most_of_the_chi1chi1_cross_section(ewino):
 def test_proxy_matches_an_independent_amplitude_computation(ewino):
     """la_uL and lproxy of chi1 chi2 against the amplitude written out in NumPy."""
     kw = {"sign_left": 1, "sign_right": -1, "shat_factor": 2.0, "shat_offset": 4.0e4}
-    out = add_derived(ewino, nlo.proxy_features("1000022,1000023", **kw))
+    out = add_derived(ewino, amplitude_features.proxy_features("1000022,1000023", **kw))
     a, b = "N1000022_", "N1000023_"
     col = {f"{k}{j}": ewino[f"{k}{j}"].to_numpy() for k in (a, b) for j in range(1, 5)}
-    sw2 = nlo.SIN2_THETA_W
+    sw2 = couplings.SIN2_THETA_W
     tw, cw2 = np.sqrt(sw2 / (1 - sw2)), 1 - sw2
     s_eff = 2.0 * (np.abs(ewino["m_1000022"]) + np.abs(ewino["m_1000023"])).to_numpy() ** 2 + 4.0e4
-    prop = 1.0 / (s_eff - nlo.MZ**2 + 1j * nlo.MZ * nlo.GAMMA_Z)
+    prop = 1.0 / (s_eff - couplings.MZ**2 + 1j * couplings.MZ * couplings.GAMMA_Z)
     zs = (col[a + "3"] * col[b + "3"] - col[a + "4"] * col[b + "4"]) / (2 * cw2)
-    couplings = {  # Z coupling T3 - Q sw2, squark mass column, f_q(particle prefix), sign of squark term
+    chirality_terms = {  # Z coupling T3 - Q sw2, squark mass column, f_q(particle prefix), sign of squark term
         "uL": (0.5 - 2 / 3 * sw2, "m_1000002", lambda p: col[p + "2"] / 2 + tw / 6 * col[p + "1"], 1),
         "dL": (-0.5 + 1 / 3 * sw2, "m_1000001", lambda p: -col[p + "2"] / 2 + tw / 6 * col[p + "1"], 1),
         "uR": (-2 / 3 * sw2, "m_2000002", lambda p: 2 / 3 * tw * col[p + "1"], -1),
         "dR": (1 / 3 * sw2, "m_2000001", lambda p: -1 / 3 * tw * col[p + "1"], -1),
     }
     total = 0.0
-    for q, (cz, msq, f, sign) in couplings.items():
+    for q, (cz, msq, f, sign) in chirality_terms.items():
         amp = cz * zs * ewino[msq].to_numpy() ** 2 * prop + sign * 2 * f(a) * f(b)
         np.testing.assert_allclose(out[f"la_{q}"], np.log(np.abs(amp) ** 2 + 1e-10), rtol=1e-6, atol=1e-6)
         total = total + (2.0 if q.startswith("u") else 1.0) * np.abs(amp) ** 2
@@ -150,7 +152,7 @@ def test_hetero_student_t_log_prob_and_pit_match_scipy():
     import jax.numpy as jnp
     from scipy import stats
 
-    lik = nlo.HeteroscedasticStudentT(df=3.0, min_scale=1e-4)  # the library's class (df > 2)
+    lik = HeteroscedasticStudentT(df=3.0, min_scale=1e-4)  # the library's class (df > 2)
     rng = np.random.default_rng(1)
     f = rng.normal(size=(6, 2))
     y = rng.normal(size=(6, 1))
@@ -191,7 +193,7 @@ def test_train_process_tiny_run_scores_the_test_split():
     m = result.metrics
     assert m["num_test"] == 1585
     assert result.fitted.feature_names[: len(THESIS_FEATURES)] == THESIS_FEATURES
-    assert len(result.fitted.derived) == len(nlo.recommended_features("1000022,1000022"))
+    assert len(result.fitted.derived) == len(amplitude_features.recommended_features("1000022,1000022"))
     assert 0.0 < m["r2_log"] <= 1.0
     for k in (1, 2, 3):
         assert 0.0 <= m[f"cov_{k}sigma_pct"] <= 100.0

@@ -12,6 +12,7 @@ from sigmabnn.cli.main import main
 from sigmabnn.cli.train import use_process
 from sigmabnn.datasets import load_ewino
 from sigmabnn.io.model_file import load_model
+from sigmabnn.physics import amplitude_features
 from sigmabnn.physics.processes import process_features
 from sigmabnn.workflows.surrogates import SUMMARY_COLUMNS, add_random_split
 
@@ -123,7 +124,9 @@ def test_demo_nlo_writes_model_and_report(small, tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "calibration report" in out and "coverage 1 sigma" in out
     model = load_model(tmp_path / "demo" / "nlo_1000022_1000022.model")
-    assert model.num_networks == 4 and len(model.derived) == len(nlo.recommended_features("1000022,1000022"))
+    assert model.num_networks == 4 and len(model.derived) == len(
+        amplitude_features.recommended_features("1000022,1000022")
+    )
     text = (tmp_path / "demo" / "report" / "report.md").read_text()
     assert "## Calibration" in text and "| metric | train | val | test |" in text
     assert main(["demo", "nlo", "--functions", "sine"]) == 2

@@ -1,4 +1,8 @@
-"""sigmabnn.physics: electroweakino processes and their features; SLHA spectrum input and cross-section output."""
+"""sigmabnn.physics: electroweakino processes, couplings and amplitude features; SLHA input and cross-section output.
+
+The couplings live in :mod:`sigmabnn.physics.couplings`, the derived amplitude features in
+:mod:`sigmabnn.physics.amplitude_features`.
+"""
 
 from sigmabnn.physics.processes import (
     CHARGINOS,
