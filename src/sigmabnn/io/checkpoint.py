@@ -40,6 +40,7 @@ import numpy as np
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
 from sigmabnn.io.atomic import atomic_directory, atomic_write, atomic_write_json, fsync_directory
+from sigmabnn.io.npy import read_npy_header
 from sigmabnn.model.posterior import Hyperparameters
 
 __all__ = ["CHECKPOINT_DIR", "Checkpoint", "TrainingInterrupted", "has_checkpoint"]
@@ -52,7 +53,6 @@ STATE_NAME = "state.npz"
 DRAWS_DIR = "draws"
 MAX_RUN_BYTES = 2**20
 MAX_ARRAY_BYTES = 2**40
-MAX_NPY_HEADER = 10_000
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,127}$")
 
 
@@ -90,8 +90,6 @@ def _check_name(name: str) -> str:
 
 def _npy_header(f: Any, where: str) -> tuple[tuple[int, ...], np.dtype, int]:
     """Shape, dtype and data offset of a ``.npy`` stream, parsed without allocating or unpickling."""
-    from sigmabnn.io.model_file import read_npy_header
-
     shape, fortran, dtype, offset = read_npy_header(f, where)
     if dtype.hasobject or fortran:
         raise _fail(f"{where}: object or Fortran-ordered arrays are not accepted")

@@ -37,7 +37,6 @@ refused and nothing is ever unpickled. Any problem raises
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import math
 import os
@@ -55,6 +54,8 @@ from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.io.atomic import atomic_directory, atomic_write, atomic_write_text
+from sigmabnn.io.checkpoint import has_checkpoint
+from sigmabnn.io.npy import MAX_NPY_HEADER, read_npy_header
 from sigmabnn.model.likelihoods import LIKELIHOODS
 from sigmabnn.model.mlp import ACTIVATIONS, MLP, num_params
 from sigmabnn.model.posterior import BNN, Hyperparameters
@@ -67,7 +68,6 @@ __all__ = [
     "HEADER_NAME",
     "load_model",
     "read_header",
-    "read_npy_header",
     "save_model",
     "save_partial_model",
     "to_jsonable",
@@ -85,7 +85,6 @@ MAX_WIDTH = 1_000_000
 MAX_NUM_PARAMS = 2**31
 MAX_ARRAY_BYTES = 16 * 2**30
 MAX_NDIM = 4
-MAX_NPY_HEADER = 10_000
 
 _ARRAY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _DRAW_ARRAYS = ("positions", "noise_precision", "weight_precision", "bias_precision")
@@ -211,8 +210,6 @@ def save_model(fitted: FittedModel, path: str | os.PathLike[str]) -> Path:
     arrays = _arrays_of(fitted)
     text = _header_text(fitted, arrays, complete=True)
     if path.exists() and path.is_dir() and not (path / HEADER_NAME).is_file() and any(path.iterdir()):
-        from sigmabnn.io.checkpoint import has_checkpoint
-
         if not has_checkpoint(path):  # a checkpoint is replaced by the model it was training
             raise ModelFileError(f"refusing to replace {path}: a non-empty directory that is not a model")
     with atomic_directory(path) as tmp:
@@ -406,39 +403,6 @@ def _reject_constant(name: str) -> Any:
 
 
 # --------------------------------------------------------------------------- loading arrays
-
-
-def read_npy_header(f: Any, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
-    prefix = f.read(8)
-    if len(prefix) < 8 or prefix[:6] != b"\x93NUMPY":
-        raise _fail(f"array {name!r} is not a .npy member")
-    major, minor = prefix[6], prefix[7]
-    if (major, minor) == (1, 0):
-        hlen_bytes = f.read(2)
-        hlen = int.from_bytes(hlen_bytes, "little") if len(hlen_bytes) == 2 else -1
-        pre = 10
-    elif (major, minor) in ((2, 0), (3, 0)):
-        hlen_bytes = f.read(4)
-        hlen = int.from_bytes(hlen_bytes, "little") if len(hlen_bytes) == 4 else -1
-        pre = 12
-    else:
-        raise _fail(f"array {name!r}: unsupported .npy version {major}.{minor}")
-    if not 0 < hlen <= MAX_NPY_HEADER:
-        raise _fail(f"array {name!r}: bad .npy header length")
-    text = f.read(hlen)
-    if len(text) != hlen:
-        raise _fail(f"array {name!r}: truncated .npy header")
-    # Re-parse with NumPy's own (literal-only, no code execution) header reader.
-    buf = io.BytesIO(prefix + hlen_bytes + text)
-    buf.seek(8)
-    try:
-        if (major, minor) == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(buf, max_header_size=MAX_NPY_HEADER)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(buf, max_header_size=MAX_NPY_HEADER)
-    except (ValueError, SyntaxError, TypeError) as err:
-        raise _fail(f"array {name!r}: malformed .npy header ({err})") from None
-    return tuple(shape), bool(fortran), np.dtype(dtype), pre + hlen
 
 
 def _stored_data_offset(raw: Any, info: zipfile.ZipInfo, file_size: int) -> int:
