@@ -166,10 +166,10 @@ def test_bad_input_is_a_one_line_value_error(kw):
 
 def test_progress_bar_silent_off_terminal_and_formats_rate():
     stream = io.StringIO()
-    bar = ProgressBar(10, "warmup", stream=stream)
+    bar = ProgressBar(10, "warmup", enabled=None, stream=stream)
     bar.update(5)
     bar.close()
-    assert stream.getvalue() == ""  # not a terminal
+    assert stream.getvalue() == ""  # not a terminal, and log lines not asked for (tests/mcmc/test_progress.py)
 
     class Tty(io.StringIO):
         def isatty(self):
