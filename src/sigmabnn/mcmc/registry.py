@@ -68,13 +68,13 @@ def _chees(s: _Settings) -> SamplingAlgorithm:
 ALGORITHMS: dict[str, Callable[[_Settings], SamplingAlgorithm]] = {
     "nuts": _nuts,
     "hmc": _hmc,
-    "chees": _chees,
     "mh": _mh,
+    "chees": _chees,
 }
 """Kernel name -> factory of its :class:`~sigmabnn.mcmc.algorithm.SamplingAlgorithm`."""
 
 KERNELS: tuple[str, ...] = tuple(ALGORITHMS)
-"""The kernel names :func:`make_algorithm` knows."""
+"""The kernel names :func:`make_algorithm` knows (the MCMC method names of the fit API)."""
 
 
 def make_algorithm(
