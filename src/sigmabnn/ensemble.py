@@ -39,13 +39,12 @@ import numpy as np
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
-from sigmabnn.model.likelihoods import HeteroscedasticGaussian, HeteroscedasticStudentT
-from sigmabnn.model.mlp import MLP
+from sigmabnn.model.likelihoods import HeteroscedasticGaussian
 from sigmabnn.model.posterior import BNN, Data
 
 Array = jax.Array
 
-__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble", "training_summary", "with_variance_head"]
+__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble", "training_summary"]
 
 
 class EnsembleConfig(NamedTuple):
@@ -91,17 +90,6 @@ class EnsembleInfo(NamedTuple):
 
     map_info: MAPInfo
     seconds: float
-
-
-def with_variance_head(mlp: MLP, likelihood: HeteroscedasticGaussian | HeteroscedasticStudentT | None = None) -> MLP:
-    """``mlp`` (whose last width is the number of targets) widened to the likelihood's outputs.
-
-    A ``13-50-1`` mean network becomes ``13-50-2``: per target a mean and a raw
-    scale output (``softplus(raw)`` plus the likelihood's minimum: a std for
-    :class:`HeteroscedasticGaussian`, a t scale for :class:`HeteroscedasticStudentT`).
-    """
-    likelihood = HeteroscedasticGaussian() if likelihood is None else likelihood
-    return mlp._replace(widths=mlp.widths[:-1] + (likelihood.output_dim(mlp.widths[-1]),))
 
 
 def _check(bnn: BNN, config: EnsembleConfig) -> None:

@@ -220,19 +220,23 @@ def train_all(
         parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
         metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
         save_model(result.fitted, _model_path(out, process))
-        sampler = result.report.get("sampler", {})
+        sampler = result.report.sampler
         record = to_jsonable(
             {
                 "process": str(process),
                 "label": process.label,
                 "target": target,
                 "config": result.config._asdict(),
-                "n_train": result.report.get("data", {}).get("train"),
+                "n_train": result.report.data.train,
                 "n_failed": int((~valid).sum()),
                 "metrics": metrics,
                 "train_seconds": seconds,
-                "grad_evals": sampler.get("num_grad_evals"),
-                "sampler": {k: sampler.get(k) for k in ("acceptance", "divergences", "rhat_predictions")},
+                "grad_evals": sampler.num_grad_evals,
+                "sampler": {
+                    "acceptance": sampler.acceptance,
+                    "divergences": sampler.divergences,
+                    "rhat_predictions": sampler.rhat_predictions,
+                },
             }
         )
         atomic_write_json(_record_path(out, process), record)

@@ -250,7 +250,7 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         title=f"({index + 1}) {function.label}   [{settings.method}]",
         domain=settings.domain,
     )
-    sampler = report["sampler"]
+    sampler = report.sampler
     mcmc = settings.method == "nuts"
     return ToyResult(
         name=function.name,
@@ -260,9 +260,9 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         rmse_in_domain=float(np.sqrt(np.mean((mean - truth)[inside] ** 2))),
         mean_interval_width_in_domain=float(np.mean((upper - lower)[inside])),
         mean_interval_width_out_of_domain=float(np.mean((upper - lower)[~inside])),
-        acceptance_rate=float(np.mean(sampler["acceptance"])) if mcmc else None,
-        num_divergent=int(np.sum(sampler["divergences"])) if mcmc else None,
-        noise_std=float(report["noise_std"]),
+        acceptance_rate=float(np.mean(sampler.acceptance)) if mcmc else None,
+        num_divergent=int(np.sum(sampler.divergences)) if mcmc else None,
+        noise_std=float(report.noise_std),
         seconds=time.perf_counter() - start,
         method=settings.method,
         fit_seconds=fit_seconds,
