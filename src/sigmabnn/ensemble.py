@@ -35,7 +35,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
@@ -44,7 +43,7 @@ from sigmabnn.model.posterior import BNN, Data
 
 Array = jax.Array
 
-__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble", "training_summary"]
+__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble"]
 
 
 class EnsembleConfig(NamedTuple):
@@ -138,15 +137,3 @@ def fit_ensemble(
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))
     return draws, EnsembleInfo(map_info=map_info, seconds=seconds)
-
-
-def training_summary(info: EnsembleInfo) -> dict[str, object]:
-    """JSON-able summary of the members' training (for a fit report)."""
-    mi = info.map_info
-    return {
-        "num_members": int(mi.best_loss.shape[0]),
-        "final_loss": [float(v) for v in np.asarray(mi.best_loss)],
-        "best_step": [int(v) for v in np.asarray(mi.best_step)],
-        "num_steps_run": [int(v) for v in np.asarray(mi.num_steps_run)],
-        "num_grad_evals": int(mi.num_grad_evals),
-    }

@@ -20,6 +20,7 @@ import numpy as np
 from sigmabnn.calibration import Calibration
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
+from sigmabnn.dtypes import resolve
 from sigmabnn.fitting.report import FitReport
 from sigmabnn.model.posterior import BNN
 
@@ -111,7 +112,6 @@ class FittedModel:
         for speed: the tanh units, which bound prediction on a CPU, run several times faster
         (``benchmarks/predict.py`` measures both dtypes).
         """
-        from sigmabnn.dtypes import resolve
 
         name = str(resolve(dtype))
         if name == self.bnn.dtype:
