@@ -173,7 +173,7 @@ def fit(
         target; ``hetero_student_t``: its mean over the networks and training rows),
         ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
         :func:`sigmabnn.evaluate.metrics.evaluate` on at most
-        ``METRICS_MAX_ROWS`` rows each).
+        :data:`sigmabnn.fitting.score.METRICS_MAX_ROWS` rows each).
 
     Raises:
         InputError / DataError: bad arguments or data (one-line message).
