@@ -459,8 +459,8 @@ def group_nuts(
     rec = {
         "architecture": out.config.architecture,
         "map_steps": map_steps,
-        "sampler": {k: v for k, v in out.report["sampler"].items() if k != "warnings"},
-        "timings": out.report["timings"],
+        "sampler": {k: v for k, v in out.report.sampler.to_json().items() if k != "warnings"},
+        "timings": out.report.timings.to_json(),
         "num_chains": num_chains,
         "num_warmup": num_warmup,
         "num_samples": num_samples,

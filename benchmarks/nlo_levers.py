@@ -214,7 +214,7 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
         t0 = time.perf_counter()
         out = nlo.train_process(seed, PROCESS, data=data, progress=False, **overrides)
         wall = time.perf_counter() - t0
-        sampler = out.report["sampler"]
+        sampler = out.report.sampler
         val = data[(data["split"] == "val") & data[out.config.target].notna() & (data[out.config.target] > 0)]
         rec = {
             "overrides": overrides,
@@ -222,11 +222,11 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
             "config": out.config._asdict(),
             "metrics_test": out.metrics,
             "metrics_val": nlo.score_split(out.fitted, val, out.config.target),
-            "timings": out.report["timings"],
-            "noise_std_log10": out.report["noise_std"],
+            "timings": out.report.timings.to_json(),
+            "noise_std_log10": out.report.noise_std,
             "networks": out.fitted.num_networks,
             "sampler": {
-                k: sampler.get(k)
+                k: getattr(sampler, k)
                 for k in (
                     "acceptance",
                     "divergences",
@@ -246,7 +246,7 @@ def group_fit(cases: list[str] | None, extra: dict[str, Any]) -> None:
         print(
             f"{name}: r2log {m['r2_log']:.5f} r2x {m['r2_xsec']:.4f} med {m['rel_err_median_pct']:.2f}% "
             f"cov {m['cov_1sigma_pct']:.1f}/{m['cov_2sigma_pct']:.1f}/{m['cov_3sigma_pct']:.1f} "
-            f"z {m['z_std']:.2f} fit {out.report['timings']['fit_seconds']:.0f}s "
+            f"z {m['z_std']:.2f} fit {out.report.timings.fit_seconds:.0f}s "
             f"val cov {_cov(rec['metrics_val'])}",
             flush=True,
         )

@@ -228,7 +228,7 @@ def measure_loo(seed: int, model: str | None, save: str | None, demo: bool = Fal
         "seed": seed,
         "model": model or "trained in this run",
         "networks": fitted.num_networks,
-        "fit_seconds": fitted.diagnostics.get("timings", {}).get("total_seconds"),
+        "fit_seconds": fitted.report.timings.total_seconds,
         "rows": {name: len(r) for name, r in rows.items()},
         "loo": {
             "seconds": loo_seconds,

@@ -123,8 +123,7 @@ def run_config(name: str, config: nlo.NLOConfig, description: str, data: Any, se
         recal = recalibration_metrics(
             predictive_cdf(result.fitted, rows, rows[config.target]), result.fitted.calibration
         )
-    timings = result.report.get("timings", {})
-    sampler = result.report.get("sampler", {})
+    timings, sampler = result.report.timings, result.report.sampler
     return to_jsonable(
         {
             "config": name,
@@ -150,11 +149,11 @@ def run_config(name: str, config: nlo.NLOConfig, description: str, data: Any, se
             "coverage_raw_exact": None if recal is None else list(recal["raw"].values()),
             "coverage_recalibrated_exact": None if recal is None else list(recal["recalibrated"].values()),
             "calibration_rows": None if result.fitted.calibration is None else result.fitted.calibration.n,
-            "train_seconds": timings.get("fit_seconds"),
-            "map_seconds": timings.get("map_seconds"),
-            "sample_seconds": timings.get("sample_seconds"),
+            "train_seconds": timings.fit_seconds,
+            "map_seconds": timings.map_seconds,
+            "sample_seconds": timings.sample_seconds,
             "wall_seconds_with_fit_report": wall,
-            "grad_evals": sampler.get("num_grad_evals"),
+            "grad_evals": sampler.num_grad_evals,
             "networks": result.fitted.num_networks,
             "n_test": m["n"],
             "architecture": config.architecture,

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -430,12 +431,12 @@ def fit_ensemble_early_stopped(df, features, seed: int, opts: dict[str, Any]):
     stage1 = df.copy()
     stage1.loc[train, "split"] = holdout_labels(int(train.sum()), HOLDOUT_FRACTION, seed)
     _, report1 = fit(stage1, "y", features, split_column="split", seed=seed, **opts)
-    steps = max(int(np.median(report1["sampler"]["best_step"])), opts.get("eval_every", 50))
+    steps = max(int(np.median(report1.sampler.best_step)), opts.get("eval_every", 50))
     fitted, report = fit(
         df, "y", features, split_column="split", seed=seed, **(opts | {"num_steps": steps, "patience": None})
     )
-    report["sampler"]["early_stopping_steps"] = steps
-    return fitted, report
+    sampler = dataclasses.replace(report.sampler, extra={**report.sampler.extra, "early_stopping_steps": steps})
+    return fitted, dataclasses.replace(report, sampler=sampler)
 
 
 def run_split(
@@ -462,7 +463,7 @@ def run_split(
     scores = test_scores(fitted, data.x[te], data.y[te])
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - c0
-    sampler = report.get("sampler", {})
+    sampler = report.sampler.to_json()
     keep = (
         "acceptance",
         "divergences",
@@ -481,8 +482,8 @@ def run_split(
         "fit_seconds": t_fit,
         "n_train": int(tr.size),
         "n_test": int(te.size),
-        "architecture": report["model"]["architecture"],
-        "networks": report["model"]["networks"],
+        "architecture": report.model.architecture,
+        "networks": report.model.networks,
         "options": {k: (v._asdict() if hasattr(v, "_asdict") else v) for k, v in opts.items() if k != "progress"},
         "sampler": {k: sampler[k] for k in keep if k in sampler},
         "loadavg_1min": [load_start, os.getloadavg()[0]],

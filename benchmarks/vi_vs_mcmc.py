@@ -121,8 +121,8 @@ def run_toy_case(function, index: int, method: str, seed: int) -> dict[str, Any]
     return _scores(ev) | {
         "coverage_true_in": float(covered[inside].mean()),
         "coverage_true_out": float(covered[~inside].mean()),
-        "noise_std": report["noise_std"],
-        "train_seconds": report["timings"]["fit_seconds"],
+        "noise_std": report.noise_std,
+        "train_seconds": report.timings.fit_seconds,
         "num_train": int(x.size),
         "num_test": int(x_test.size),
     }
@@ -173,9 +173,9 @@ def run_nlo_case(tables, method: str, seed: int) -> dict[str, Any]:
     )
     ev = evaluate(fitted, test, test, rng_key=jax.random.key(seed))["log10"]
     return _scores(ev) | {
-        "noise_std": report["noise_std"],
-        "train_seconds": report["timings"]["fit_seconds"],
-        "num_train": int(report["data"]["train"]),
+        "noise_std": report.noise_std,
+        "train_seconds": report.timings.fit_seconds,
+        "num_train": int(report.data.train),
         "num_test": int(len(test)),
     }
 

@@ -39,9 +39,9 @@ def shared_data() -> Path:
 
 @pytest.fixture
 def nlo_fit_kwargs(monkeypatch):
-    """``capture(**overrides) -> kwargs``: what :func:`sigmabnn.workflows.nlo.train_process` passes to ``api.fit``.
+    """``capture(**overrides) -> FitSpec``: the spec :func:`sigmabnn.workflows.nlo.train_process` fits.
 
-    ``api.fit`` is replaced by a stub that records its keyword arguments and stops the run, so the
+    ``api.run_fit`` is replaced by a stub that records the spec and stops the run, so the
     recommended configuration's wiring is checked without training.
     """
     import pandas as pd
@@ -52,18 +52,17 @@ def nlo_fit_kwargs(monkeypatch):
     class Stop(Exception):
         pass
 
-    seen: dict = {}
+    seen: list = []
 
-    def fake_fit(*args, **kwargs):
-        seen.clear()
-        seen.update(kwargs)
+    def fake_run_fit(data, spec, **kwargs):
+        seen.append(spec)
         raise Stop
 
-    monkeypatch.setattr(sigmabnn.api, "fit", fake_fit)
+    monkeypatch.setattr(sigmabnn.api, "run_fit", fake_run_fit)
 
     def capture(**overrides):
         with pytest.raises(Stop):
             nlo.train_process(0, data=pd.DataFrame({"split": []}), **overrides)
-        return dict(seen)
+        return seen[-1]
 
     return capture

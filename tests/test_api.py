@@ -38,24 +38,18 @@ def test_fit_mh_end_to_end_save_load_predict(tmp_path):
         num_samples=50,
         progress=False,
     )
-    json.dumps(report)
+    json.dumps(report.to_json())
     assert fitted.feature_names == ("a", "b") and fitted.target_name == "y"
     assert fitted.draws.positions.shape == (2, 50, 25)
     assert fitted.method == "mh" and fitted.log_target
-    assert report["data"] == {
-        **report["data"],
-        "rows": 80,
-        "train": 64,
-        "val": 8,
-        "test": 8,
-        "skipped_columns": ["run"],
-    }
+    data = report.data
+    assert (data.rows, data.train, data.val, data.test, data.skipped_columns) == (80, 64, 8, 8, ("run",))
     assert set(fitted.adapted) == {"step_size", "inverse_mass_matrix"}
-    assert len(report["sampler"]["acceptance"]) == 2
-    assert fitted.diagnostics == report
+    assert len(report.sampler.acceptance) == 2
+    assert fitted.diagnostics == report.to_json() and fitted.report == report
     # a near-noiseless log-linear function is learnt (MAP starts make this easy)
-    assert report["metrics"]["train"]["log10"]["r2"] > 0.95
-    assert report["metrics"]["val"]["log10"]["r2"] > 0.8
+    assert report.metrics["train"]["log10"]["r2"] > 0.95
+    assert report.metrics["val"]["log10"]["r2"] > 0.8
     save_model(fitted, tmp_path / "model")
     loaded = load_model(tmp_path / "model")
     a = predict(fitted, df)
@@ -117,9 +111,9 @@ def test_fit_nuts_end_to_end():
         progress=False,
     )
     assert fitted.draws.positions.shape == (2, 40, 21)
-    assert report["sampler"]["divergences"] is not None
-    assert report["metrics"]["train"]["log10"]["r2"] > 0.95
-    cov = report["metrics"]["train"]["log10"]["coverage_interval"]["0.95"]
+    assert report.sampler.divergences is not None
+    assert report.metrics["train"]["log10"]["r2"] > 0.95
+    cov = report.metrics["train"]["log10"]["coverage_interval"]["0.95"]
     assert cov > 0.8
 
 
@@ -134,11 +128,11 @@ def test_fit_chees_end_to_end(tmp_path, capsys):
     )  # fmt: skip
     assert fitted.method == "chees" and fitted.draws.positions.shape == (4, 50, 21)
     # one trajectory shared by the chains: one step size, and the steps per iteration are recorded
-    steps = report["sampler"]["step_size"]
-    assert len(steps) == 4 and len(set(steps)) == 1 and report["sampler"]["mean_integration_steps"] >= 1
-    assert report["sampler"]["ebfmi"] is not None and "tree_depth_saturation" not in report["sampler"]
-    assert report["metrics"]["train"]["log10"]["r2"] > 0.95
-    assert report["metrics"]["train"]["log10"]["coverage_interval"]["0.95"] > 0.8
+    steps = report.sampler.step_size
+    assert len(steps) == 4 and len(set(steps)) == 1 and report.sampler.mean_integration_steps >= 1
+    assert report.sampler.ebfmi is not None and report.sampler.tree_depth_saturation is None
+    assert report.metrics["train"]["log10"]["r2"] > 0.95
+    assert report.metrics["train"]["log10"]["coverage_interval"]["0.95"] > 0.8
     # saved, loaded and diagnosed like any MCMC model
     path = tmp_path / "chees.model"
     save_model(fitted, path)
@@ -156,5 +150,5 @@ def test_fit_bbb_end_to_end():
     )
     assert fitted.method == "bbb" and fitted.draws.positions.shape == (1, 100, 33)
     assert fitted.adapted == {}
-    assert report["sampler"]["num_steps"] == 500
-    assert report["metrics"]["val"]["log10"]["r2"] > 0.9
+    assert report.sampler.num_steps == 500
+    assert report.metrics["val"]["log10"]["r2"] > 0.9

@@ -63,7 +63,7 @@ def test_intervals_follow_the_growing_scale_at_nominal_rates():
         progress=False,
     )
     assert fitted.bnn.likelihood == HeteroscedasticStudentT(df=4.0)
-    assert report["model"]["architecture"] == "1-8-2" and report["model"]["likelihood"] == "hetero_student_t"
+    assert report.model.architecture == "1-8-2" and report.model.likelihood == "hetero_student_t"
     test = toy(4000, 1)
     p = predict(fitted, test[["x"]].to_numpy(), levels=(0.6827, 0.9545))
     y = test["y"].to_numpy()
@@ -80,4 +80,4 @@ def test_intervals_follow_the_growing_scale_at_nominal_rates():
     got = predict(fitted, grid).aleatoric_std[:, 0]
     np.testing.assert_allclose(got, true, rtol=0.3)
     # the report's noise std is the mean per-point std over the training rows (true mean ~ 0.255)
-    assert 0.15 < report["noise_std"] < 0.35
+    assert 0.15 < report.noise_std < 0.35

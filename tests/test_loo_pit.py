@@ -129,8 +129,8 @@ def test_recalibrate_on_loo_train_rows_and_with_heldout_rows(tmp_path):
     loo = loo_pit_values(fitted, x, y)
     assert new.calibration.split == "loo-train" and new.calibration.n == int(loo.reliable.sum())
     np.testing.assert_array_equal(new.calibration.pit[:, 0], np.sort(loo.pit[loo.reliable, 0]))
-    rec = new.diagnostics["recalibration"]
-    assert rec["loo_rows"] + rec["loo_dropped_high_k"] == 40 and rec["rows_kind"] == "loo"
+    rec = new.report.recalibration
+    assert rec.loo_rows + rec.loo_dropped_high_k == 40 and rec.rows_kind == "loo"
     both = recalibrate(fitted, pd.concat([table, held]), rows="loo+heldout")
     assert both.calibration.split == "loo-train+val" and both.calibration.n == new.calibration.n + 25
     arrays = recalibrate(fitted, held[["x0", "x1"]].to_numpy(), held["y"], rows="loo+heldout", train=(x, y))

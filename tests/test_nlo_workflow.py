@@ -7,6 +7,7 @@ import pytest
 
 from sigmabnn.data.features import add_derived, parse_derive
 from sigmabnn.datasets import THESIS_FEATURES, load_ewino, processes
+from sigmabnn.map import MAPConfig
 from sigmabnn.model.likelihoods import HeteroscedasticStudentT
 from sigmabnn.physics import amplitude_features, couplings
 from sigmabnn.workflows import nlo
@@ -212,8 +213,8 @@ def test_config_describes_itself_from_its_fields():
 
 
 def test_map_settings_reach_the_map_pretraining(nlo_fit_kwargs):
-    seen = nlo_fit_kwargs(map_steps=123, map_lbfgs_steps=45)
-    assert seen["map"].num_steps == 123 and seen["map"].lbfgs_steps == 45
+    spec = nlo_fit_kwargs(map_steps=123, map_lbfgs_steps=45)
+    assert spec.method.options["map"] == MAPConfig(3e-3, 123, patience=None, lbfgs_steps=45).to_json()
     cfg = nlo.recommended_config("1000022,1000022", map_lbfgs_steps=0)
     assert "L-BFGS" not in cfg.describe()
     assert (

@@ -301,10 +301,10 @@ def test_nlo_recommended_and_demo_configs_recalibrate_on_val(nlo_fit_kwargs):
     from sigmabnn.workflows import nlo
 
     assert nlo.recommended_config().recalibrate and nlo.demo_config().recalibrate
-    seen = nlo_fit_kwargs()
-    assert seen["recalibrate"] == nlo.recommended_config().recalibrate_rows and seen["split_column"] == "split"
-    assert nlo_fit_kwargs(recalibrate_rows="loo")["recalibrate"] == "loo"
-    assert nlo_fit_kwargs(recalibrate=False)["recalibrate"] is False
+    spec = nlo_fit_kwargs()
+    assert spec.recalibrate == nlo.recommended_config().recalibrate_rows and spec.data.split_column == "split"
+    assert nlo_fit_kwargs(recalibrate_rows="loo").recalibrate == "loo"
+    assert nlo_fit_kwargs(recalibrate=False).recalibrate is None
 
 
 def test_two_target_model_is_recalibrated_per_column(tmp_path):

@@ -35,17 +35,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
-from sigmabnn.model.likelihoods import HeteroscedasticGaussian, HeteroscedasticStudentT
-from sigmabnn.model.mlp import MLP
+from sigmabnn.model.likelihoods import HeteroscedasticGaussian
 from sigmabnn.model.posterior import BNN, Data
 
 Array = jax.Array
 
-__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble", "training_summary", "with_variance_head"]
+__all__ = ["EnsembleConfig", "EnsembleInfo", "fit_ensemble"]
 
 
 class EnsembleConfig(NamedTuple):
@@ -91,17 +89,6 @@ class EnsembleInfo(NamedTuple):
 
     map_info: MAPInfo
     seconds: float
-
-
-def with_variance_head(mlp: MLP, likelihood: HeteroscedasticGaussian | HeteroscedasticStudentT | None = None) -> MLP:
-    """``mlp`` (whose last width is the number of targets) widened to the likelihood's outputs.
-
-    A ``13-50-1`` mean network becomes ``13-50-2``: per target a mean and a raw
-    scale output (``softplus(raw)`` plus the likelihood's minimum: a std for
-    :class:`HeteroscedasticGaussian`, a t scale for :class:`HeteroscedasticStudentT`).
-    """
-    likelihood = HeteroscedasticGaussian() if likelihood is None else likelihood
-    return mlp._replace(widths=mlp.widths[:-1] + (likelihood.output_dim(mlp.widths[-1]),))
 
 
 def _check(bnn: BNN, config: EnsembleConfig) -> None:
@@ -150,15 +137,3 @@ def fit_ensemble(
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))
     return draws, EnsembleInfo(map_info=map_info, seconds=seconds)
-
-
-def training_summary(info: EnsembleInfo) -> dict[str, object]:
-    """JSON-able summary of the members' training (for a fit report)."""
-    mi = info.map_info
-    return {
-        "num_members": int(mi.best_loss.shape[0]),
-        "final_loss": [float(v) for v in np.asarray(mi.best_loss)],
-        "best_step": [int(v) for v in np.asarray(mi.best_step)],
-        "num_steps_run": [int(v) for v in np.asarray(mi.num_steps_run)],
-        "num_grad_evals": int(mi.num_grad_evals),
-    }

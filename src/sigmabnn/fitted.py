@@ -20,6 +20,8 @@ import numpy as np
 from sigmabnn.calibration import Calibration
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
+from sigmabnn.dtypes import resolve
+from sigmabnn.fitting.report import FitReport
 from sigmabnn.model.posterior import BNN
 
 __all__ = ["FittedModel", "now_iso"]
@@ -48,7 +50,8 @@ class FittedModel:
         settings: JSON-able method settings (chains, warm-up, ...).
         adapted: adapted sampler parameters, name -> NumPy array (may be empty),
             e.g. ``step_size`` ``[C]``, ``inverse_mass_matrix`` ``[C, d]``.
-        diagnostics: JSON-able summary (acceptance, divergences, timings, metrics).
+        diagnostics: the training report as JSON (acceptance, divergences, timings, metrics;
+            what the model file stores); :attr:`report` reads it by attribute.
         data_fingerprint: ``"sha256:..."`` of the training arrays.
         created: ISO 8601 creation time (UTC).
         calibration: quantile recalibration of the predictive intervals learned on held-out
@@ -81,6 +84,11 @@ class FittedModel:
         return self.draws.num_networks
 
     @property
+    def report(self) -> FitReport:
+        """The training report, typed (:class:`~sigmabnn.fitting.report.FitReport` of :attr:`diagnostics`)."""
+        return FitReport.from_json(self.diagnostics)
+
+    @property
     def log_target(self) -> bool:
         """Whether the target is modelled as ``log10``."""
         return self.y_transform.log10
@@ -104,7 +112,6 @@ class FittedModel:
         for speed: the tanh units, which bound prediction on a CPU, run several times faster
         (``benchmarks/predict.py`` measures both dtypes).
         """
-        from sigmabnn.dtypes import resolve
 
         name = str(resolve(dtype))
         if name == self.bnn.dtype:

@@ -38,7 +38,8 @@ end of its optimisation) is restarted from a fresh random draw, at most
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -102,6 +103,26 @@ class MAPConfig(NamedTuple):
     final_learning_rate: float | None = None
     lbfgs_steps: int = 0
     lbfgs_memory: int = 10
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, JSON-able (what a checkpoint records; :meth:`from_json` reads it back)."""
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any], base: MAPConfig | None = None) -> MAPConfig:
+        """``base`` (default ``MAPConfig()``) with the ``fields`` given replaced.
+
+        Raises:
+            ValueError: a field :class:`MAPConfig` does not have (one line naming it).
+        """
+        unknown = sorted(set(fields) - set(cls._fields))
+        if unknown:
+            raise ValueError(f"unknown MAP option {unknown[0]!r}; valid: {', '.join(cls._fields)}")
+        return (cls() if base is None else base)._replace(**fields)
+
+    def settings(self) -> dict[str, Any]:
+        """The fields as flat ``map_<field>`` settings (the model file's record of the MAP starts)."""
+        return {f"map_{k}": v for k, v in self._asdict().items()}
 
 
 class MAPInfo(NamedTuple):

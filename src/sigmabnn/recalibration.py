@@ -46,6 +46,7 @@ import numpy as np
 from sigmabnn.calibration import Calibration
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
+from sigmabnn.names import MCMC_METHODS, RECALIBRATION_ROWS
 from sigmabnn.predict import feature_matrix_for, per_draw_predictive, predictive_cdf
 
 __all__ = ["ROWS", "LooPIT", "loo_log_weights", "loo_pit_values", "pit_values", "recalibrate"]
@@ -54,7 +55,7 @@ __all__ = ["ROWS", "LooPIT", "loo_log_weights", "loo_pit_values", "pit_values", 
 MIN_ROWS = 20
 #: Which rows' PIT values the map is fitted on: the held-out rows' ordinary PIT, the training
 #: rows' leave-one-out PIT, or both pooled.
-ROWS = ("heldout", "loo", "loo+heldout")
+ROWS = RECALIBRATION_ROWS
 
 
 def _check_model(fitted: FittedModel) -> None:
@@ -163,8 +164,6 @@ def _relative_efficiency(log_likelihood: np.ndarray, num_chains: int) -> float:
 
 
 def _check_mcmc(fitted: FittedModel) -> None:
-    from sigmabnn.api import MCMC_METHODS
-
     if fitted.method not in MCMC_METHODS:
         raise InputError(
             f"leave-one-out PIT needs MCMC draws ({', '.join(MCMC_METHODS)}); this model was made by "

@@ -138,7 +138,7 @@ def test_sampler_warnings_match_train(files):
     assert any(ln.startswith("E-BFMI of chain 1 is 0.200") for ln in lines)
     # 'sigmabnn train' prints the same sentences for the same stored report.
     from_train = report_warnings(
-        make_model(sampler={"divergences": 8, "ebfmi": [0.9, 0.2, 0.8, 0.9], "acceptance": [0.8] * 4}).diagnostics
+        make_model(sampler={"divergences": 8, "ebfmi": [0.9, 0.2, 0.8, 0.9], "acceptance": [0.8] * 4}).report
     )
     assert from_train == [ln for ln in lines if ln.startswith(("8 divergent", "E-BFMI"))]
 

@@ -74,11 +74,12 @@ def run_nlo(args: argparse.Namespace) -> int:
     config = demo_config(**{k: v for k, v in overrides.items() if v is not None})
     print(f"NLO surrogate of p p -> chi1^0 chi1^0 on the built-in Prospino data: {config.describe()}", flush=True)
     result = run_demo(args.seed, out, config, progress=not args.quiet)
-    timings = result.result.report.get("timings", {})
+    timings = result.result.report.timings
+    map_seconds, sample_seconds = (None, None) if timings is None else (timings.map_seconds, timings.sample_seconds)
     print(
         f"trained in {common.format_seconds(result.result.metrics['fit_seconds'])} (MAP "
-        f"{common.format_seconds(timings.get('map_seconds', float('nan')))}, sampling "
-        f"{common.format_seconds(timings.get('sample_seconds', float('nan')))}); "
+        f"{common.format_seconds(float('nan') if map_seconds is None else map_seconds)}, sampling "
+        f"{common.format_seconds(float('nan') if sample_seconds is None else sample_seconds)}); "
         f"{result.result.fitted.num_networks} networks"
     )
     report_summary(result.report.metrics)

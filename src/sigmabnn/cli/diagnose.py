@@ -11,6 +11,7 @@ from typing import Any
 
 from sigmabnn.cli import common
 from sigmabnn.errors import InputError
+from sigmabnn.names import MCMC_METHODS
 
 HELP = "convergence diagnostics of a model's draws: R-hat, ESS, divergences, E-BFMI, figures"
 DESCRIPTION = (
@@ -143,7 +144,6 @@ def run(args: argparse.Namespace) -> int:
     data_path = None if args.data is None else common.input_file(args.data, "data file")
     out = None if args.out is None else _check_out(args.out)
 
-    from sigmabnn.api import MCMC_METHODS
     from sigmabnn.evaluate.diagnose import diagnose_model
     from sigmabnn.io.model_file import load_model
 

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from sigmabnn.cli import common
+from sigmabnn.fitting.report import FitReport
 
 HELP = "describe a model file"
 
@@ -48,16 +49,15 @@ def describe(fitted: Any) -> dict[str, Any]:
 
 def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
     """The essentials of :func:`describe` as ``(label, value)`` rows (``--json`` has everything)."""
-    diag = info.get("diagnostics") or {}
-    sampler, data = diag.get("sampler", {}), diag.get("data", {})
+    report = FitReport.from_json(info.get("diagnostics"))
+    sampler, data, training = report.sampler, report.data, report.training
     rows: list[tuple[str, Any]] = []
-    training = diag.get("training") or {}
-    if training.get("complete") is False:
+    if training is not None and training.complete is False:
         rows.append(
             (
                 "status",
-                f"incomplete: interrupted during {training.get('phase')} after {training.get('draws_done')} of "
-                f"{training.get('draws_planned')} draws per chain; finish it with 'sigmabnn train --resume MODEL'",
+                f"incomplete: interrupted during {training.phase} after {training.draws_done} of "
+                f"{training.draws_planned} draws per chain; finish it with 'sigmabnn train --resume MODEL'",
             )
         )
     rows += [
@@ -96,11 +96,12 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
         ("rhat_predictions", "R-hat (predictions)"),
         ("ess_bulk_predictions", "ESS bulk (predictions)"),
     ):
-        if sampler.get(key) is not None:
-            rows.append((label, sampler[key]))
-    if diag.get("noise_std") is not None:
-        rows.append(("noise std", diag["noise_std"]))
-    val = (diag.get("metrics") or {}).get("val")
+        value = getattr(sampler, key, None)
+        if value is not None:
+            rows.append((label, list(value) if isinstance(value, tuple) else value))
+    if report.noise_std is not None:
+        rows.append(("noise std", report.noise_std))
+    val = (report.metrics or {}).get("val")
     if val:
         section = val.get("log10" if info["log_target"] else "original", {})
         cov = section.get("coverage_interval", {})
@@ -112,8 +113,8 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
                 + f" ({val.get('n')} rows)",
             )
         )
-    if data:
-        rows.append(("trained on", f"{data.get('train')} rows of {data.get('source') or 'a DataFrame'}"))
+    if data is not None:
+        rows.append(("trained on", f"{data.train} rows of {data.source or 'a DataFrame'}"))
     rows += [("data fingerprint", info["data_fingerprint"]), ("created", info["created"])]
     return rows
 

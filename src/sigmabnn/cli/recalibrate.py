@@ -54,11 +54,11 @@ def run(args: argparse.Namespace) -> int:
     save_model(new, out)  # atomic
     if not args.quiet:
         cal = new.calibration
-        rec = new.diagnostics["recalibration"]
+        rec = new.report.recalibration
         loo = (
-            f" ({rec['loo_rows']} training rows' leave-one-out PIT; {rec['loo_dropped_high_k']} dropped for "
-            f"Pareto k > {rec['loo_k_threshold']:.2f})"
-            if "loo_rows" in rec
+            f" ({rec.loo_rows} training rows' leave-one-out PIT; {rec.loo_dropped_high_k} dropped for "
+            f"Pareto k > {rec.loo_k_threshold:.2f})"
+            if rec.loo_rows is not None
             else ""
         )
         print(f"recalibrated on {cal.n} rows ({cal.split}){loo}; model written to {out}", file=sys.stdout)

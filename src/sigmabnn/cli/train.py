@@ -19,6 +19,8 @@ from typing import Any
 
 from sigmabnn import interrupts
 from sigmabnn.cli import common
+from sigmabnn.errors import InputError
+from sigmabnn.names import CLI_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
@@ -27,8 +29,6 @@ DESCRIPTION = (
     "learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding the draws so "
     "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given."
 )
-
-METHODS = ("nuts", "hmc", "chees", "mh", "bbb", "flipout", "ensemble")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -98,7 +98,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sampler = p.add_argument_group("sampler")
     sampler.add_argument(
         "--method",
-        choices=METHODS,
+        choices=CLI_METHODS,
         help="nuts, hmc, chees (ChEES-HMC: one adapted trajectory length shared by the chains), mh (MCMC), "
         "bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
         "variance; --chains/--warmup ignored by the last three); default nuts",
@@ -118,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     sampler.add_argument(
         "--likelihood",
-        choices=("gaussian", "student_t", "hetero_student_t"),
+        choices=LIKELIHOOD_NAMES,
         default=None,
         help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled) "
         "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only)",
@@ -163,7 +163,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--recalibrate-rows",
-        choices=("heldout", "loo", "loo+heldout"),
+        choices=RECALIBRATION_ROWS,
         help="recalibrate (implies --recalibrate) on the validation rows (heldout, the default), the training rows' "
         "leave-one-out PIT (loo; PSIS, MCMC only) or both",
     )
@@ -208,14 +208,17 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.map_lbfgs_steps is not None:
         pre["lbfgs_steps"] = args.map_lbfgs_steps
     if pre:
-        from sigmabnn.api import MCMC_METHODS
-
         if kwargs["method"] not in MCMC_METHODS:
-            from sigmabnn.errors import InputError
-
             raise InputError(f"--map-* options set the MAP starts of MCMC methods, not of --method {kwargs['method']}")
         kwargs["map"] = pre
     return kwargs
+
+
+def fit_spec(args: argparse.Namespace) -> Any:
+    """The validated :class:`~sigmabnn.fitting.spec.FitSpec` of the parsed options."""
+    from sigmabnn.fitting.spec import build_spec
+
+    return build_spec(args.target, **{k: v for k, v in fit_kwargs(args).items() if k != "progress"})
 
 
 class _Terminated(KeyboardInterrupt):
@@ -290,8 +293,6 @@ def use_process(args: argparse.Namespace, data: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sigmabnn.errors import InputError
-
     if args.resume is not None:
         if args.out is not None and str(args.out) != str(args.resume):
             raise InputError("--resume continues the model it names; drop --out")
@@ -326,12 +327,12 @@ def run(args: argparse.Namespace) -> int:
             if args.resume is not None:
                 fitted, report = api.resume(out, data, progress=not args.quiet, **resume_kwargs(args))
             else:
-                fitted, report = api.fit(data, args.target, checkpoint=out, **fit_kwargs(args))
+                fitted, report = api.run_fit(data, fit_spec(args), progress=not args.quiet, checkpoint=out)
     except TrainingInterrupted as stop:
         t = stop.training
         print(
-            f"sigmabnn train: interrupted ({stop.cause}) during {t['phase']} after {t['draws_done']} of "
-            f"{t['draws_planned']} draws per chain; the partial model {stop.path} holds them; "
+            f"sigmabnn train: interrupted ({stop.cause}) during {t.phase} after {t.draws_done} of "
+            f"{t.draws_planned} draws per chain; the partial model {stop.path} holds them; "
             f"continue with: sigmabnn train --resume {stop.path}",
             file=sys.stderr,
         )
@@ -348,49 +349,27 @@ def _join(values: Any) -> str:
     return common.format_value(values)
 
 
-def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float, file: Any = None) -> None:
-    """Closing summary: time, data, sampler health, train/validation metrics, where the model is."""
-    from sigmabnn.cli.evaluate import metric_rows
-
-    file = sys.stdout if file is None else file
-    data, model, sampler = report.get("data", {}), report.get("model", {}), report.get("sampler", {})
-    timings = report.get("timings", {})
-    phases = [
-        f"{label} {common.format_seconds(timings[key])}"
-        for key, label in (
-            ("map_seconds", "MAP"),
-            ("sample_seconds", "sampling"),
-            ("vi_seconds", "VI"),
-            ("ensemble_seconds", "ensemble"),
-        )
-        if key in timings
-    ]
-    print(
-        f"\ntrained {fitted.target_name} ~ {', '.join(fitted.feature_names)} in {common.format_seconds(elapsed)}"
-        + (f" ({', '.join(phases)})" if phases else ""),
-        file=file,
-    )
+def _rows(fitted: Any, report: Any) -> list[tuple[str, Any]]:
+    """The summary's table: rows, network, draws, sampler health, noise std."""
+    data, model, sampler = report.data, report.model, report.sampler
     rows: list[tuple[str, Any]] = []
-    if data:
-        rows.append(
-            ("rows", f"{data.get('train')} train, {data.get('val')} val, {data.get('test')} test ({data.get('split')})")
-        )
-        if data.get("dropped"):
-            by_col = ", ".join(f"{k}: {v}" for k, v in data.get("dropped_by_column", {}).items())
-            rows.append(("dropped", f"{data['dropped']} of {data.get('rows')} rows with missing values ({by_col})"))
-    if model:
+    if data is not None:
+        rows.append(("rows", f"{data.train} train, {data.val} val, {data.test} test ({data.split})"))
+        if data.dropped:
+            by_col = ", ".join(f"{k}: {v}" for k, v in (data.dropped_by_column or {}).items())
+            rows.append(("dropped", f"{data.dropped} of {data.rows} rows with missing values ({by_col})"))
+    if model is not None:
         rows.append(
             (
                 "network",
-                f"{model.get('architecture')}, {model.get('num_params')} parameters, "
-                f"{model.get('likelihood')} likelihood, {model.get('dtype')}",
+                f"{model.architecture}, {model.num_params} parameters, {model.likelihood} likelihood, {model.dtype}",
             )
         )
     draws = fitted.draws
     rows.append(
         (
             "draws",
-            f"{report.get('method', fitted.method)}: {draws.num_chains} chains x {draws.num_draws} "
+            f"{report.method or fitted.method}: {draws.num_chains} chains x {draws.num_draws} "
             f"= {draws.num_networks} networks",
         )
     )
@@ -403,14 +382,43 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
         ("ess_bulk_predictions", "ESS bulk (predictions)"),
         ("final_loss", "final loss"),
     ):
-        if sampler.get(key) is not None:
-            rows.append((label, _join(sampler[key])))
-    if report.get("noise_std") is not None:
+        value = getattr(sampler, key, None)
+        if value is not None:
+            rows.append((label, _join(value)))
+    if report.noise_std is not None:
         unit = "log10 units" if fitted.log_target else "target units"
-        rows.append(("noise std", f"{common.format_value(report['noise_std'])} ({unit})"))
+        rows.append(("noise std", f"{common.format_value(report.noise_std)} ({unit})"))
+    return rows
+
+
+def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any = None) -> None:
+    """Closing summary: time, data, sampler health, train/validation metrics, where the model is.
+
+    ``report``: the fit's :class:`~sigmabnn.fitting.report.FitReport`.
+    """
+    from sigmabnn.cli.evaluate import metric_rows
+
+    file = sys.stdout if file is None else file
+    timings = report.timings
+    phases = [
+        f"{label} {common.format_seconds(getattr(timings, key))}"
+        for key, label in (
+            ("map_seconds", "MAP"),
+            ("sample_seconds", "sampling"),
+            ("vi_seconds", "VI"),
+            ("ensemble_seconds", "ensemble"),
+        )
+        if timings is not None and getattr(timings, key) is not None
+    ]
+    print(
+        f"\ntrained {fitted.target_name} ~ {', '.join(fitted.feature_names)} in {common.format_seconds(elapsed)}"
+        + (f" ({', '.join(phases)})" if phases else ""),
+        file=file,
+    )
+    rows = _rows(fitted, report)
     common.print_table(rows, file=file)
 
-    metrics = report.get("metrics", {})
+    metrics = report.metrics or {}
     splits = [name for name in ("train", "val") if name in metrics]
     if splits:
         space = "log10" if fitted.log_target else "original"
@@ -427,8 +435,8 @@ def print_summary(fitted: Any, report: dict[str, Any], out: Any, elapsed: float,
     from sigmabnn.evaluate.diagnose import report_warnings  # the same sentences as 'sigmabnn diagnose'
 
     warnings = report_warnings(report)
-    if data.get("dropped"):
-        n = data["dropped"]
+    if report.data is not None and report.data.dropped:
+        n = report.data.dropped
         warnings.append(f"dropped {n} row{'s' if n != 1 else ''} with missing or non-finite values")
     for warning in warnings:
         print(f"sigmabnn train: warning: {warning}", file=sys.stderr)

@@ -11,7 +11,6 @@ prints at its end).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -21,6 +20,7 @@ import pandas as pd
 
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.evaluate.diagnostics import Thresholds, summarize, warnings
+from sigmabnn.fitting.report import FitReport, MCMCSummary
 from sigmabnn.model.posterior import Data
 from sigmabnn.predict import feature_matrix_for
 
@@ -85,37 +85,33 @@ def _draw_log_posterior(fitted: Any, z: np.ndarray, y_model: np.ndarray) -> np.n
     return np.asarray(lp, dtype=np.float64).reshape(c, s)
 
 
-def stored_summary(report: Mapping[str, Any], num_chains: int, num_draws: int) -> dict[str, Any]:
+def stored_summary(report: FitReport, num_chains: int, num_draws: int) -> dict[str, Any]:
     """A :func:`summarize`-shaped dict rebuilt from the training report a model file stores.
 
-    ``report`` is the report of :func:`sigmabnn.api.fit` (``fitted.diagnostics``):
-    its ``"sampler"`` block holds per-chain acceptance and E-BFMI, the number
-    of divergences, the tree-depth saturation fraction and the function-space
-    and log-posterior R-hat / bulk ESS measured at the end of training; its
-    ``"settings"`` or the model's settings hold ``max_tree_depth``. Missing
-    entries are left out, so :func:`warnings` of the result warns on what was
-    measured and nothing else.
+    ``report`` is the :class:`~sigmabnn.fitting.report.FitReport` of :func:`sigmabnn.api.fit`
+    (``fitted.report``): its MCMC ``sampler`` holds per-chain acceptance and E-BFMI, the number
+    of divergences, the tree-depth saturation fraction and the function-space and
+    log-posterior R-hat / bulk ESS measured at the end of training. Missing entries are left
+    out, so :func:`warnings` of the result warns on what was measured and nothing else.
     """
-    sampler = dict(report.get("sampler") or {})
+    sampler = report.sampler if isinstance(report.sampler, MCMCSummary) else MCMCSummary()
     out: dict[str, Any] = {"num_chains": int(num_chains), "num_draws": int(num_draws)}
     block: dict[str, Any] = {}
-    ndiv = sampler.get("divergences")
-    if ndiv is not None:
-        block["num_divergent"] = int(ndiv)
-        block["divergent_fraction"] = float(ndiv) / max(1, num_chains * num_draws)
-    sat = sampler.get("tree_depth_saturation")
-    depth = sampler.get("max_tree_depth", report.get("max_tree_depth"))
-    if sat is not None:
-        block["tree_depth_saturation_fraction"] = float(sat)
-        block["max_tree_depth"] = depth
-    for key, name in (("ebfmi", "ebfmi"), ("acceptance", "mean_acceptance")):
-        values = sampler.get(key)
+    if sampler.divergences is not None:
+        block["num_divergent"] = int(sampler.divergences)
+        block["divergent_fraction"] = float(sampler.divergences) / max(1, num_chains * num_draws)
+    if sampler.tree_depth_saturation is not None:
+        block["tree_depth_saturation_fraction"] = float(sampler.tree_depth_saturation)
+        block["max_tree_depth"] = None  # the model's settings hold it (diagnose_model fills it in)
+    for name, values in (("ebfmi", sampler.ebfmi), ("mean_acceptance", sampler.acceptance)):
         if values is not None:
             block[name] = [math.nan if v is None else float(v) for v in np.atleast_1d(values).tolist()]
     if block:
         out["sampler"] = block
-    for key, name in (("predictions", "predictions"), ("log_posterior", "log_posterior")):
-        rhat, ess = sampler.get(f"rhat_{key}"), sampler.get(f"ess_bulk_{key}")
+    for name, rhat, ess in (
+        ("predictions", sampler.rhat_predictions, sampler.ess_bulk_predictions),
+        ("log_posterior", sampler.rhat_log_posterior, sampler.ess_bulk_log_posterior),
+    ):
         if rhat is None and ess is None:
             continue
         out[name] = {
@@ -126,19 +122,18 @@ def stored_summary(report: Mapping[str, Any], num_chains: int, num_draws: int) -
     return out
 
 
-def report_warnings(report: Mapping[str, Any], thresholds: Thresholds | None = None) -> list[str]:
+def report_warnings(report: FitReport, thresholds: Thresholds | None = None) -> list[str]:
     """The warnings for a training report (what ``sigmabnn train`` prints at the end).
 
     The same sentences, from the same :func:`warnings`, that ``sigmabnn
     diagnose`` gives for the stored training diagnostics of the model; empty
-    for a variational fit (no chains to diagnose).
+    for a variational fit or an ensemble (no chains to diagnose).
     """
-    sampler = report.get("sampler") or {}
-    model = report.get("model") or {}
-    networks = int(model.get("networks") or 0)
-    chains = len(sampler.get("acceptance") or []) or 1
-    if "acceptance" not in sampler and "divergences" not in sampler:
+    sampler = report.sampler
+    if not isinstance(sampler, MCMCSummary):
         return []
+    networks = int((report.model.networks if report.model is not None else None) or 0)
+    chains = len(sampler.acceptance or ()) or 1
     return warnings(stored_summary(report, chains, max(1, networks // chains)), thresholds)
 
 
@@ -211,7 +206,7 @@ def diagnose_model(
                 source = f"on {n} data rows"
     predictions = _network_means(fitted, z)
     summary = summarize(predictions=predictions, log_posterior=log_posterior)
-    stored = stored_summary(fitted.diagnostics or {}, c, s)
+    stored = stored_summary(fitted.report, c, s)
     if stored.get("sampler", {}).get("max_tree_depth") is None and "sampler" in stored:
         stored["sampler"]["max_tree_depth"] = (fitted.settings or {}).get("max_tree_depth")
     if "sampler" in stored:

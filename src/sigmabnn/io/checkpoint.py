@@ -61,12 +61,12 @@ class TrainingInterrupted(KeyboardInterrupt):
 
     Attributes:
         path: the model directory (resume it with ``sigmabnn train --resume PATH``).
-        training: ``{"complete": False, "phase", "iterations_done", "iterations_planned",
-            "draws_done", "draws_planned"}`` (draws per chain).
+        training: how far it got (:class:`~sigmabnn.fitting.report.TrainingProgress`: ``phase``,
+            ``iterations_done``, ``iterations_planned``, ``draws_done``, ``draws_planned``; draws per chain).
         cause: what stopped it (``"SIGINT"``, ``"SIGTERM"``).
     """
 
-    def __init__(self, path: str, training: dict[str, Any], cause: str = "SIGINT") -> None:
+    def __init__(self, path: str, training: Any, cause: str = "SIGINT") -> None:
         super().__init__(f"training interrupted ({cause}) at {path}")
         self.path = path
         self.training = training

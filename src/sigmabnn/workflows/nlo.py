@@ -8,14 +8,22 @@ proxies, the proxy integrated over s-hat above threshold).
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 import pandas as pd
 
+from sigmabnn import api
 from sigmabnn.data.features import as_derived, is_helper
+from sigmabnn.datasets import load_ewino
+from sigmabnn.evaluate.report import calibration_report, score_splits
+from sigmabnn.fitting.report import FitReport
+from sigmabnn.fitting.spec import FitSpec, build_spec
+from sigmabnn.io.model_file import save_model
 from sigmabnn.map import MAPConfig
+from sigmabnn.names import STUDENT_T_LIKELIHOODS
 from sigmabnn.physics.amplitude_features import recommended_features
 from sigmabnn.physics.processes import Process, parse_process, process_features
 from sigmabnn.predict import mixture_cdf
@@ -135,6 +143,41 @@ class NLOConfig(NamedTuple):
         widths = (len(self.features) + self.num_derived_inputs, *self.hidden, 1)
         return "-".join(str(w) for w in widths)
 
+    def map_config(self) -> MAPConfig:
+        """The MAP pretraining of the chains' starts: Adam without early stopping, then L-BFGS."""
+        return MAPConfig(
+            learning_rate=self.map_learning_rate,
+            num_steps=self.map_steps,
+            patience=None,
+            lbfgs_steps=self.map_lbfgs_steps,
+        )
+
+    def fit_spec(self, seed: int) -> FitSpec:
+        """The :class:`~sigmabnn.fitting.spec.FitSpec` of this setup (trained on the ``split`` column's rows)."""
+        return build_spec(
+            self.target,
+            list(self.features),
+            method=self.method,
+            architecture=self.architecture,
+            activation=self.activation,
+            log_target=self.log_target,
+            split_column="split",
+            seed=seed,
+            num_chains=self.num_chains,
+            num_warmup=self.num_warmup,
+            num_samples=self.num_samples,
+            learn_noise=True,
+            likelihood=self.likelihood,
+            noise_precision=self.noise_precision,
+            **({"noise_df": self.noise_df} if self.likelihood in STUDENT_T_LIKELIHOODS else {}),
+            derive=self.derive,
+            baseline=self.baseline,
+            max_tree_depth=self.max_tree_depth,
+            num_integration_steps=self.num_integration_steps,
+            map=self.map_config(),
+            recalibrate=self.recalibrate_rows if self.recalibrate else False,
+        )
+
     def describe(self) -> str:
         """One line saying what this setup trains, from its fields."""
         if self.likelihood == "student_t":
@@ -204,7 +247,7 @@ class NLOResult(NamedTuple):
 
     Attributes:
         fitted: the :class:`~sigmabnn.fitted.FittedModel`.
-        report: the fit report of :func:`sigmabnn.api.fit`.
+        report: the fit's :class:`~sigmabnn.fitting.report.FitReport`.
         metrics: test-split scores: ``r2_log``, ``r2_xsec`` (cross section predicted as
             ``10**mean(log10)``), ``rel_err_median_pct`` / ``_p90_pct`` / ``_p99_pct``
             (``|pred / true - 1|`` in percent), ``cov_<k>sigma_pct`` (percent of test points inside
@@ -215,7 +258,7 @@ class NLOResult(NamedTuple):
     """
 
     fitted: Any
-    report: dict[str, Any]
+    report: FitReport
     metrics: dict[str, float]
     config: NLOConfig
 
@@ -231,8 +274,6 @@ def score_split(fitted: Any, table: pd.DataFrame, target: str) -> dict[str, floa
     calibration report; intervals at :data:`sigmabnn.evaluate.report.INTERVAL_LEVELS`), in percent
     where :class:`NLOResult` says so.
     """
-    from sigmabnn.evaluate.report import score_splits
-
     if target != fitted.target_name:
         raise ValueError(f"target {target!r} is not the model's target {fitted.target_name!r}")
     m = score_splits(fitted, {"test": table})["test"]
@@ -246,7 +287,7 @@ def score_split(fitted: Any, table: pd.DataFrame, target: str) -> dict[str, floa
 
 
 def train_process(
-    rng_key: Any,
+    seed: int,
     process: Process | str = "1000022,1000022",
     config: NLOConfig | None = None,
     *,
@@ -258,7 +299,7 @@ def train_process(
     """Train the recommended surrogate of ``process`` on the ``train`` rows and score it on ``test``.
 
     Args:
-        rng_key: an int seed (the run's key is ``jax.random.key(seed)``, see :func:`sigmabnn.api.fit`).
+        seed: seed of the run (its key is ``jax.random.key(seed)``, see :func:`sigmabnn.api.fit`).
         process: the process (any form :func:`~sigmabnn.physics.processes.parse_process` accepts).
         config: the setup; default :func:`recommended_config` with ``overrides``.
         data: the table (default the built-in :func:`sigmabnn.datasets.load_ewino`); needs the
@@ -269,46 +310,14 @@ def train_process(
     Returns:
         :class:`NLOResult` with the fitted model, the fit report and the test metrics.
     """
-    from sigmabnn.api import fit
-    from sigmabnn.datasets import load_ewino
-
     if config is None:
         config = recommended_config(process, **overrides)
     elif overrides:
         config = config._replace(**overrides)
     df = load_ewino() if data is None else data
-    seed = int(rng_key)
+    spec = config.fit_spec(seed)
     t0 = time.perf_counter()
-    fitted, report = fit(
-        df,
-        config.target,
-        list(config.features),
-        method=config.method,
-        architecture=config.architecture,
-        activation=config.activation,
-        log_target=config.log_target,
-        split_column="split",
-        seed=seed,
-        num_chains=config.num_chains,
-        num_warmup=config.num_warmup,
-        num_samples=config.num_samples,
-        learn_noise=True,
-        likelihood=config.likelihood,
-        noise_precision=config.noise_precision,
-        **({"noise_df": config.noise_df} if config.likelihood in ("student_t", "hetero_student_t") else {}),
-        progress=progress,
-        derive=config.derive,
-        baseline=config.baseline,
-        max_tree_depth=config.max_tree_depth,
-        num_integration_steps=config.num_integration_steps,
-        map=MAPConfig(
-            learning_rate=config.map_learning_rate,
-            num_steps=config.map_steps,
-            patience=None,
-            lbfgs_steps=config.map_lbfgs_steps,
-        ),
-        recalibrate=config.recalibrate_rows if config.recalibrate else False,
-    )
+    fitted, report = api.run_fit(df, spec, progress=progress)
     fit_seconds = time.perf_counter() - t0
     metrics: dict[str, float] = {}
     if score:
@@ -360,12 +369,6 @@ def run_demo(seed: int, directory: Any, config: NLOConfig | None = None, *, prog
     Writes ``directory/<target>.model`` and ``directory/report/`` (:func:`~sigmabnn.evaluate.report.calibration_report`
     on the train / val / test splits of the built-in data).
     """
-    from pathlib import Path
-
-    from sigmabnn.datasets import load_ewino
-    from sigmabnn.evaluate.report import calibration_report
-    from sigmabnn.io.model_file import save_model
-
     t0 = time.perf_counter()
     config = demo_config() if config is None else config
     data = load_ewino()

@@ -28,8 +28,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sigmabnn.data.features import required_columns
 from sigmabnn.errors import DataError, InputError
+from sigmabnn.evaluate.report import score_splits
+from sigmabnn.io.atomic import atomic_write_json, atomic_write_text
+from sigmabnn.io.model_file import load_model, save_model, to_jsonable
 from sigmabnn.physics.processes import SPLIT_COLUMN, Process, find_target_column, parse_process, processes_in
+from sigmabnn.predict import predict
+from sigmabnn.workflows.nlo import recommended_config, train_process
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -133,8 +139,6 @@ def summary_markdown(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _write_summary(directory: Path, records: Sequence[dict[str, Any]]) -> None:
-    from sigmabnn.io.atomic import atomic_write_text
-
     rows = [summary_row(r) for r in records]
     atomic_write_text(directory / "summary.csv", pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)).to_csv(index=False))
     text = "# Per-process surrogates\n\nMetrics on the test split of each process.\n\n" + summary_markdown(rows)
@@ -184,10 +188,6 @@ def train_all(
     Raises:
         InputError: no process in the table, an unknown process, missing feature columns.
     """
-    from sigmabnn.evaluate.report import score_splits
-    from sigmabnn.io.atomic import atomic_write_json
-    from sigmabnn.io.model_file import save_model, to_jsonable
-    from sigmabnn.workflows.nlo import recommended_config, train_process
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -220,19 +220,23 @@ def train_all(
         parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
         metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
         save_model(result.fitted, _model_path(out, process))
-        sampler = result.report.get("sampler", {})
+        sampler = result.report.sampler
         record = to_jsonable(
             {
                 "process": str(process),
                 "label": process.label,
                 "target": target,
                 "config": result.config._asdict(),
-                "n_train": result.report.get("data", {}).get("train"),
+                "n_train": result.report.data.train,
                 "n_failed": int((~valid).sum()),
                 "metrics": metrics,
                 "train_seconds": seconds,
-                "grad_evals": sampler.get("num_grad_evals"),
-                "sampler": {k: sampler.get(k) for k in ("acceptance", "divergences", "rhat_predictions")},
+                "grad_evals": sampler.num_grad_evals,
+                "sampler": {
+                    "acceptance": sampler.acceptance,
+                    "divergences": sampler.divergences,
+                    "rhat_predictions": sampler.rhat_predictions,
+                },
             }
         )
         atomic_write_json(_record_path(out, process), record)
@@ -263,7 +267,6 @@ def load_surrogates(directory: str | os.PathLike[str], processes: Iterable[str] 
     Raises:
         InputError: not a directory, no process models in it, a requested process without a model.
     """
-    from sigmabnn.io.model_file import load_model
 
     root = Path(directory)
     if not root.is_dir():
@@ -293,7 +296,6 @@ def load_surrogates(directory: str | os.PathLike[str], processes: Iterable[str] 
 
 def required_inputs(surrogates: Iterable[Surrogate]) -> list[str]:
     """The raw columns the models need (their inputs, with derived inputs replaced by the columns they use)."""
-    from sigmabnn.data.features import required_columns
 
     out: list[str] = []
     for s in surrogates:
@@ -320,7 +322,6 @@ def predict_xsections(
     Raises:
         DataError: missing or non-finite inputs.
     """
-    from sigmabnn.predict import predict
 
     if len(points) == 0:
         raise DataError("no points to predict")

@@ -47,6 +47,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from sigmabnn import dtypes as _dtypes  # noqa: F401  (float policy before any array is made)
+from sigmabnn.api import fit
+from sigmabnn.data.transforms import TargetTransform
+from sigmabnn.errors import InputError
+from sigmabnn.map import MAPConfig
+from sigmabnn.plots import toy_figure
+from sigmabnn.predict import predict
 
 Array = jax.Array
 
@@ -207,16 +213,11 @@ def _select(functions: Sequence[str | ToyFunction] | None) -> list[ToyFunction]:
         elif f in by_name:
             chosen.append(by_name[f])
         else:
-            from sigmabnn.errors import InputError
-
             raise InputError(f"unknown toy function {f!r}; choose from {', '.join(by_name)}")
     return chosen
 
 
 def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, settings: ToySettings, progress: bool):
-    from sigmabnn.plots import toy_figure
-    from sigmabnn.predict import predict
-
     start = time.perf_counter()
     key_data, key_pred, key_show = jax.random.split(rng_key, 3)
     x, y = make_toy_data(key_data, function, settings)
@@ -250,7 +251,7 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         title=f"({index + 1}) {function.label}   [{settings.method}]",
         domain=settings.domain,
     )
-    sampler = report["sampler"]
+    sampler = report.sampler
     mcmc = settings.method == "nuts"
     return ToyResult(
         name=function.name,
@@ -260,9 +261,9 @@ def _fit_one(rng_key: Array, function: ToyFunction, index: int, out_dir: Path, s
         rmse_in_domain=float(np.sqrt(np.mean((mean - truth)[inside] ** 2))),
         mean_interval_width_in_domain=float(np.mean((upper - lower)[inside])),
         mean_interval_width_out_of_domain=float(np.mean((upper - lower)[~inside])),
-        acceptance_rate=float(np.mean(sampler["acceptance"])) if mcmc else None,
-        num_divergent=int(np.sum(sampler["divergences"])) if mcmc else None,
-        noise_std=float(report["noise_std"]),
+        acceptance_rate=float(np.mean(sampler.acceptance)) if mcmc else None,
+        num_divergent=int(np.sum(sampler.divergences)) if mcmc else None,
+        noise_std=float(report.noise_std),
         seconds=time.perf_counter() - start,
         method=settings.method,
         fit_seconds=fit_seconds,
@@ -276,8 +277,6 @@ def fit_toy_data(x: np.ndarray, y: np.ndarray, settings: ToySettings, seed: int,
     pretraining with the noise precision Gibbs-sampled, or VI (:func:`fit_options`).
     """
     import pandas as pd
-
-    from sigmabnn.api import fit
 
     return fit(
         pd.DataFrame({"x": x, "y": y}),
@@ -299,12 +298,8 @@ def fit_options(settings: ToySettings, y: np.ndarray) -> dict:
     ``settings.fixed_noise`` fixed at ``settings.noise_std`` converted to the standardised
     units the model sees (the scale of :class:`~sigmabnn.data.transforms.TargetTransform` fitted on ``y``).
     """
-    from sigmabnn.data.transforms import TargetTransform
-    from sigmabnn.map import MAPConfig
 
     if settings.method not in METHODS:
-        from sigmabnn.errors import InputError
-
         raise InputError(f"unknown toy method {settings.method!r}; choose from {', '.join(METHODS)}")
     pretrain = MAPConfig(num_steps=settings.map_steps) if settings.map_steps > 0 else None
     options: dict = {"method": settings.method, "learn_noise": not settings.fixed_noise}
@@ -313,8 +308,6 @@ def fit_options(settings: ToySettings, y: np.ndarray) -> dict:
         options["noise_precision"] = (scale / settings.noise_std) ** 2
     if settings.method == "nuts":
         if pretrain is None:
-            from sigmabnn.errors import InputError
-
             raise InputError("NUTS starts from MAP fits: map_steps must be positive")
         return options | {
             "num_chains": settings.num_chains,

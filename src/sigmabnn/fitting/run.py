@@ -1,0 +1,140 @@
+"""A fit from a table to a saved model, stage by stage: :func:`run_fit`.
+
+1. prepare the data (:func:`sigmabnn.fitting.prepare.prepare_data`);
+2. build the BNN (:func:`sigmabnn.model.build.build_bnn`, the likelihood of the spec);
+3. train it with the method's :class:`~sigmabnn.fitting.trainers.Trainer` (a checkpointed MCMC
+   run streams into its checkpoint, :mod:`sigmabnn.fitting.checkpointing`);
+4. score it (:mod:`sigmabnn.fitting.score`) and write the typed report (:class:`FitReport`);
+5. recalibrate its intervals if asked (:func:`sigmabnn.recalibration.recalibrate`) and save it
+   at the checkpoint's path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import jax
+
+from sigmabnn.errors import InputError
+from sigmabnn.fitted import FittedModel
+from sigmabnn.fitting import checkpointing, score
+from sigmabnn.fitting.prepare import PreparedData, prepare_data
+from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, Timings
+from sigmabnn.fitting.spec import FitSpec
+from sigmabnn.fitting.trainers import Trained, Trainer, trainer_for
+from sigmabnn.io.model_file import save_model, to_jsonable
+from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
+from sigmabnn.model.mlp import num_params
+from sigmabnn.model.posterior import BNN
+from sigmabnn.names import MCMC_METHODS, STUDENT_T_LIKELIHOODS
+from sigmabnn.recalibration import recalibrate
+
+__all__ = ["run_fit"]
+
+
+def _settings(spec: FitSpec, bnn: BNN) -> dict[str, Any]:
+    """The settings every model file records, before the method's own."""
+    return {
+        "method": spec.method.name,
+        "architecture": bnn.mlp.describe(),
+        "activation": spec.model.activation,
+        "log_target": spec.data.log_target,
+        **({"baseline": list(spec.data.baseline)} if spec.data.baseline else {}),
+        "seed": spec.seed,
+        "dtype": spec.model.dtype,
+        "prior_precision": PRIOR_PRECISION,
+        "learn_noise": spec.learns_noise,
+        **({"noise_df": float(bnn.likelihood.df)} if bnn.likelihood.name in STUDENT_T_LIKELIHOODS else {}),
+    }
+
+
+def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any], **fields: Any) -> FittedModel:
+    return FittedModel(
+        bnn=bnn, x_transform=data.x_transform, y_transform=data.y_transform, feature_names=data.feature_names,
+        target_name=data.table.target_name, derived=data.derived, method=spec.method.name,
+        settings=to_jsonable(settings), data_fingerprint=data.table.fingerprint, **fields,
+    )  # fmt: skip
+
+
+def _train(
+    spec: FitSpec, trainer: Trainer, bnn: BNN, data: PreparedData, progress: bool, checkpoint: Any, resume: bool,
+    fit_args: dict[str, Any] | None, settings: dict[str, Any],
+) -> Trained:  # fmt: skip
+    """Train, in a checkpoint for an MCMC run with a ``checkpoint`` path; an interruption leaves a partial model."""
+    ckpt = None
+    try:
+        if (
+            checkpoint is not None and spec.method.name in MCMC_METHODS
+        ):  # created once the arguments are known to be good
+            t = data.table
+            ckpt = checkpointing.open_checkpoint(checkpoint, resume, fit_args, t.fingerprint, data.source)
+        return trainer.train(jax.random.key(spec.seed), bnn, data, progress=progress, checkpoint=ckpt)
+    except KeyboardInterrupt as err:
+        if ckpt is None:
+            raise
+        partial = _model(spec, bnn, data, settings, draws=None)
+        raise checkpointing.interrupted(ckpt, partial, trainer.config, err) from None
+    except ValueError:
+        if ckpt is not None and not resume:  # bad settings: leave nothing behind
+            checkpointing.discard(ckpt)
+        raise
+
+
+def _report(spec: FitSpec, bnn: BNN, data: PreparedData, trained: Trained, **sections: Any) -> FitReport:
+    """The fit's report, in the form its JSON reads back (NaN as ``None``, sequences as tuples)."""
+    t = data.table
+    report = FitReport(
+        data=DataSummary(
+            source=data.source, rows=t.n_rows, dropped=t.n_dropped, dropped_by_column=t.dropped_by_column,
+            train=t.train.n, val=t.val.n, test=t.test.n, split=t.split_source, features=tuple(t.feature_names),
+            skipped_columns=tuple(t.skipped_columns), fingerprint=t.fingerprint,
+        ),
+        model=ModelSummary(
+            architecture=bnn.mlp.describe(), num_params=num_params(bnn.mlp), likelihood=bnn.likelihood.name,
+            dtype=spec.model.dtype, networks=int(trained.draws.num_networks),
+        ),
+        method=spec.method.name,
+        sampler=trained.sampler,
+        **sections,
+    )  # fmt: skip
+    return FitReport.from_json(to_jsonable(report.to_json()))
+
+
+def run_fit(
+    data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False
+) -> tuple[FittedModel, FitReport]:
+    """Fit the BNN of ``spec`` to ``data`` (a path or a DataFrame): the stages of the module docstring.
+
+    ``checkpoint``: a model path to train into and save the finished model at; ``resume``:
+    continue the interrupted run there. Returns ``(fitted, report)`` (the report is also
+    ``fitted.diagnostics``, as JSON).
+    """
+    t_start = time.perf_counter()
+    if resume and checkpoint is None:
+        raise InputError("resume=True needs the checkpoint (model path) to resume")
+    fit_args = spec.to_json() if checkpoint is not None else None
+    prepared = prepare_data(data, spec)
+    bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
+                    spec.model.dtype)  # fmt: skip
+    trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
+    settings = _settings(spec, bnn)
+    t_fit = time.perf_counter()
+    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings)
+    timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
+    fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
+                    adapted=trained.adapted, diagnostics={})  # fmt: skip
+    t_metrics = time.perf_counter()
+    metrics = score.metrics(fitted, prepared, spec.seed)
+    timings["metrics_seconds"] = time.perf_counter() - t_metrics
+    timings["total_seconds"] = time.perf_counter() - t_start
+    noise_std = score.noise_std(spec, bnn, trained.draws, prepared)
+    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics)
+    fitted = dataclasses.replace(fitted, diagnostics=report.to_json())
+    if spec.recalibrate:
+        train, val = prepared.train, prepared.val
+        fitted = recalibrate(fitted, val.x, val.y, split="val", rows=spec.recalibrate, train=(train.x, train.y))
+    if checkpoint is not None:
+        save_model(fitted, checkpoint)  # replaces the checkpoint
+    return fitted, report

@@ -1,0 +1,365 @@
+"""The fit specification: every option of a fit, checked once where it enters.
+
+:func:`build_spec` takes the keyword arguments of :func:`sigmabnn.api.fit` (the CLI, the NLO
+workflow, ``train-all`` and ``resume`` all go through it) and returns a frozen :class:`FitSpec`,
+or raises :class:`~sigmabnn.errors.InputError` with a one-line message for an invalid value or
+combination. The stages after it read its fields and never re-check them; what only the data
+can decide (feature names, the validation rows) is checked by :mod:`sigmabnn.fitting.prepare`
+and :mod:`sigmabnn.model.build`.
+
+A checkpointed run records :meth:`FitSpec.to_json` (the fit's keyword arguments as JSON) and
+``resume`` rebuilds the spec with :meth:`FitSpec.from_json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from sigmabnn.dtypes import resolve
+from sigmabnn.ensemble import EnsembleConfig
+from sigmabnn.errors import InputError
+from sigmabnn.map import MAPConfig
+from sigmabnn.model.build import likelihood_for
+from sigmabnn.model.mlp import parse_architecture
+from sigmabnn.names import (
+    ENSEMBLE_METHODS,
+    LIKELIHOOD_NAMES,
+    MCMC_METHODS,
+    METHODS,
+    RECALIBRATION_ROWS,
+    STUDENT_T_LIKELIHOODS,
+)
+from sigmabnn.train import MCMCConfig, default_config
+from sigmabnn.vi import VIConfig
+
+__all__ = ["DataSpec", "FitSpec", "MethodSpec", "ModelSpec", "build_spec", "json_value"]
+
+
+class DataSpec(NamedTuple):
+    """Which rows and columns a fit learns from, and how the target is transformed.
+
+    Attributes:
+        target: the column to predict.
+        features: input columns, or ``None`` for every other numeric column.
+        split_column: column with train/val/test labels, or ``None`` for a random split.
+        split: train, validation, test fractions of the random split.
+        log_target: model ``log10`` of the target.
+        noise_column: column with a known per-row noise std of the target, or ``None``.
+        derive: derived features (``"name=expression"`` strings or ``(name, expression)`` pairs).
+        baseline: inputs of the target's linear baseline (empty: none).
+    """
+
+    target: str
+    features: tuple[str, ...] | None = None
+    split_column: str | None = None
+    split: tuple[float, ...] = (0.8, 0.1, 0.1)
+    log_target: bool = False
+    noise_column: str | None = None
+    derive: tuple[Any, ...] = ()
+    baseline: tuple[str, ...] = ()
+
+
+class ModelSpec(NamedTuple):
+    """The network and its noise model.
+
+    Attributes:
+        architecture: ``"auto"``, ``"5-50-50-1"`` or a tuple of widths.
+        activation: hidden-layer activation (``None``: ``tanh``).
+        likelihood: one of :data:`sigmabnn.names.LIKELIHOOD_NAMES`.
+        noise_df: degrees of freedom of Student-t noise, or ``None`` (default 4).
+        noise_precision: the noise precision's start or fixed value (standardised units), or ``None``.
+        learn_noise: learn the noise precision (``False`` for ``hetero_student_t``).
+        dtype: ``"float64"`` or ``"float32"``.
+    """
+
+    architecture: str | tuple[int, ...] = "auto"
+    activation: str | None = "tanh"
+    likelihood: str = "gaussian"
+    noise_df: float | None = None
+    noise_precision: float | None = None
+    learn_noise: bool = True
+    dtype: str = "float64"
+
+
+class MethodSpec(NamedTuple):
+    """How the networks are trained.
+
+    Attributes:
+        name: one of :data:`sigmabnn.names.METHODS`.
+        num_chains: MCMC chains.
+        num_warmup: warm-up iterations per chain (``None``: scaled to the problem).
+        num_samples: kept draws per chain (MCMC) or draws from q (VI); ``None``: the default.
+        options: further fields of the method's config, as given (names checked; a MAP config as
+            its fields, ``map`` replacing fields of the default MAP pretraining). Read-only.
+    """
+
+    name: str = "nuts"
+    num_chains: int = 4
+    num_warmup: int | None = None
+    num_samples: int | None = None
+    options: Mapping[str, Any] = {}
+
+
+class FitSpec(NamedTuple):
+    """Everything :func:`sigmabnn.api.fit` is asked to do, validated (:func:`build_spec`).
+
+    Attributes:
+        data, model, method: the parts above.
+        seed: seed of the split and of the run's key ``jax.random.key(seed)``.
+        recalibrate: ``None``, or the PIT rows the intervals are recalibrated on
+            (:data:`sigmabnn.names.RECALIBRATION_ROWS`).
+    """
+
+    data: DataSpec
+    model: ModelSpec
+    method: MethodSpec
+    seed: int = 0
+    recalibrate: str | None = None
+
+    @property
+    def learns_noise(self) -> bool:
+        """Whether the noise scale is learnt: always for an ensemble, never for a known noise."""
+        if self.method.name in ENSEMBLE_METHODS:
+            return True
+        return False if self.data.noise_column is not None else self.model.learn_noise
+
+    def likelihood(self) -> Any:
+        """The likelihood the BNN is built with (:func:`sigmabnn.model.build.likelihood_for`)."""
+        return likelihood_for(
+            self.model.likelihood,
+            ensemble=self.method.name in ENSEMBLE_METHODS,
+            known_noise=self.data.noise_column is not None,
+            noise_df=self.model.noise_df,
+            noise_precision=self.model.noise_precision,
+            learn_noise=self.model.learn_noise,
+        )
+
+    def mcmc_config(self, n_train: int, num_params: int) -> MCMCConfig:
+        """The MCMC config: :func:`~sigmabnn.train.default_config` for the problem size, then the options."""
+        m = self.method
+        config = default_config(n_train, num_params)._replace(
+            kernel=m.name, num_chains=m.num_chains, learn_noise=self.learns_noise
+        )
+        if m.num_warmup is not None:
+            config = config._replace(num_warmup=m.num_warmup)
+        if m.num_samples is not None:
+            config = config._replace(num_samples=m.num_samples)
+        return _with_options(config, m.options, "MCMC")
+
+    def vi_config(self) -> VIConfig:
+        """The variational fit's config: ``num_samples`` draws from q, then the options."""
+        config = VIConfig(method=self.method.name, learn_noise=self.learns_noise)
+        if self.method.num_samples is not None:
+            config = config._replace(num_draws=self.method.num_samples)
+        return _with_options(config, self.method.options, "VI")
+
+    def ensemble_config(self) -> EnsembleConfig:
+        """The ensemble's config: ``num_members`` and the members' :class:`~sigmabnn.map.MAPConfig` fields."""
+        try:
+            return EnsembleConfig.from_options(**self.method.options)
+        except ValueError as err:
+            raise InputError(" ".join(str(err).split())) from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fit's keyword arguments as JSON (what a checkpoint records; :meth:`from_json` reads it).
+
+        Raises:
+            InputError: an option JSON cannot hold.
+        """
+        d, mo, me = self.data, self.model, self.method
+        args = {
+            "target": d.target,
+            "features": None if d.features is None else list(d.features),
+            "method": me.name,
+            "architecture": mo.architecture if isinstance(mo.architecture, str) else list(mo.architecture),
+            "activation": mo.activation,
+            "log_target": d.log_target,
+            "split_column": d.split_column,
+            "split": list(d.split),
+            "seed": self.seed,
+            "num_chains": me.num_chains,
+            "num_warmup": me.num_warmup,
+            "num_samples": me.num_samples,
+            "learn_noise": mo.learn_noise,
+            "noise_precision": mo.noise_precision,
+            "noise_column": d.noise_column,
+            "dtype": mo.dtype,
+            "derive": list(d.derive),
+            "method_options": dict(me.options),
+            **({"baseline": list(d.baseline)} if d.baseline else {}),
+            **({"likelihood": mo.likelihood, "noise_df": mo.noise_df} if mo.likelihood != "gaussian" else {}),
+            **(
+                {"recalibrate": True if self.recalibrate == "heldout" else self.recalibrate} if self.recalibrate else {}
+            ),
+        }
+        return _json(args)
+
+    @classmethod
+    def from_json(cls, args: Mapping[str, Any]) -> FitSpec:
+        """The spec of recorded fit arguments (:meth:`to_json`, also as written by earlier versions)."""
+        args = dict(args)
+        options = dict(args.pop("method_options", None) or {})
+        target = args.pop("target")
+        args["derive"] = [tuple(d) if isinstance(d, list) else d for d in args.get("derive", [])]
+        return build_spec(target, **args, **options)
+
+
+def _json(args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return json.loads(json.dumps(args, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        raise InputError(f"a checkpointed fit needs arguments that JSON can hold: {err}") from None
+
+
+def json_value(key: str, value: Any) -> Any:
+    """``value`` of the fit argument ``key`` as :meth:`FitSpec.to_json` records it (to compare with a record)."""
+    if key == "architecture" and not isinstance(value, str):
+        value = [int(w) for w in value]
+    if hasattr(value, "_asdict"):  # a MAPConfig: its fields
+        value = value._asdict()
+    return _json({key: value})[key]
+
+
+def _with_options(config: Any, options: Mapping[str, Any], what: str) -> Any:
+    """``config`` with the named ``options`` replaced (a ``map`` dict replacing fields of ``config.map``)."""
+    unknown = sorted(set(options) - set(config._fields))
+    if unknown:
+        raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
+    if isinstance(options.get("map"), Mapping):
+        try:
+            options = {**options, "map": MAPConfig.from_json(options["map"], config.map)}
+        except ValueError as err:
+            raise InputError(str(err)) from None
+    return config._replace(**options)
+
+
+def _check_likelihood(method: str, likelihood: str, noise_column: Any, noise_precision: Any, noise_df: Any) -> None:
+    if likelihood not in LIKELIHOOD_NAMES:
+        raise InputError(f"unknown likelihood {likelihood!r}; choose from {', '.join(LIKELIHOOD_NAMES)}")
+    if likelihood == "student_t" and (noise_column is not None or method in ENSEMBLE_METHODS):
+        raise InputError("the student_t likelihood has a learnt homoscedastic scale: no --noise-column, no ensemble")
+    if noise_df is not None and likelihood not in STUDENT_T_LIKELIHOODS:
+        raise InputError("noise_df (degrees of freedom) is an option of the student_t and hetero_student_t likelihoods")
+    if likelihood == "hetero_student_t":
+        if method not in MCMC_METHODS:
+            raise InputError(f"the hetero_student_t likelihood needs an MCMC method ({', '.join(MCMC_METHODS)})")
+        if noise_column is not None or noise_precision is not None:
+            raise InputError("the hetero_student_t likelihood learns a scale per point: no noise column or precision")
+
+
+def _recalibration(recalibrate: Any, method: str, noise_column: Any) -> str | None:
+    rows = "heldout" if recalibrate is True else recalibrate
+    if rows is not False and rows not in RECALIBRATION_ROWS:
+        raise InputError(f"recalibrate must be True, False, 'heldout', 'loo' or 'loo+heldout'; got {recalibrate!r}")
+    if rows and "loo" in rows and method not in MCMC_METHODS:
+        raise InputError(f"recalibrate={rows!r} (leave-one-out PIT) needs MCMC draws ({', '.join(MCMC_METHODS)})")
+    if rows and noise_column is not None:
+        raise InputError("recalibration is not supported with a known per-row noise (noise_column)")
+    return rows or None
+
+
+def _method_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options with a MAP config given as its fields, the names checked against the method's config."""
+    options = dict(options)
+    if hasattr(options.get("map"), "_asdict"):  # a MAPConfig: every field, as JSON a checkpoint can hold
+        options["map"] = options["map"].to_json()
+    if method in MCMC_METHODS:
+        _with_options(MCMCConfig(), options, "MCMC")
+    return options
+
+
+def build_spec(
+    target: str,
+    features: Sequence[str] | None = None,
+    *,
+    method: str = "nuts",
+    architecture: str | Sequence[int] = "auto",
+    activation: str | None = "tanh",
+    log_target: bool = False,
+    split_column: str | None = None,
+    split: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+    num_chains: int = 4,
+    num_warmup: int | None = None,
+    num_samples: int | None = None,
+    learn_noise: bool = True,
+    noise_precision: float | None = None,
+    noise_column: str | None = None,
+    likelihood: str = "gaussian",
+    noise_df: float | None = None,
+    dtype: str = "float64",
+    derive: Iterable[Any] = (),
+    baseline: Sequence[str] = (),
+    recalibrate: bool | str = False,
+    **method_options: Any,
+) -> FitSpec:
+    """The validated :class:`FitSpec` of :func:`sigmabnn.api.fit`'s arguments (documented there).
+
+    Raises:
+        InputError: an invalid value or combination (one line, the same messages ``fit`` gives).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) < 2**63:
+        raise InputError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
+    method = str(method).lower()
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    try:
+        dtype = resolve(dtype).name
+    except (TypeError, ValueError) as err:
+        raise InputError(str(err)) from None
+    if noise_precision is not None and not (np.isfinite(noise_precision) and noise_precision > 0):
+        raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
+    likelihood = str(likelihood).lower()
+    _check_likelihood(method, likelihood, noise_column, noise_precision, noise_df)
+    if likelihood == "hetero_student_t":
+        learn_noise = False
+    rows = _recalibration(recalibrate, method, noise_column)
+    if method in ENSEMBLE_METHODS and (noise_column is not None or noise_precision is not None):
+        raise InputError("the ensemble learns its noise variance; a fixed or known noise is not supported")
+    if not (architecture is None or architecture == "auto"):
+        try:
+            parse_architecture(architecture, "tanh" if activation is None else activation)
+        except ValueError as err:
+            raise InputError(str(err)) from None
+    spec = FitSpec(
+        data=DataSpec(
+            target=target,
+            features=None if features is None else tuple(features),
+            split_column=split_column,
+            split=tuple(split),
+            log_target=bool(log_target),
+            noise_column=noise_column,
+            derive=tuple(tuple(d) if isinstance(d, list) else d for d in derive),
+            baseline=tuple(str(b) for b in baseline),
+        ),
+        model=ModelSpec(
+            architecture=architecture
+            if isinstance(architecture, str) or architecture is None
+            else tuple(int(w) for w in architecture),
+            activation=activation,
+            likelihood=likelihood,
+            noise_df=noise_df,
+            noise_precision=noise_precision,
+            learn_noise=bool(learn_noise),
+            dtype=dtype,
+        ),
+        method=MethodSpec(
+            name=method,
+            num_chains=int(num_chains),
+            num_warmup=None if num_warmup is None else int(num_warmup),
+            num_samples=None if num_samples is None else int(num_samples),
+            options=_method_options(method, method_options),
+        ),
+        seed=int(seed),
+        recalibrate=rows,
+    )
+    spec.likelihood()  # degrees of freedom and precision the likelihood accepts
+    if method in ENSEMBLE_METHODS:
+        spec.ensemble_config()
+    elif method not in MCMC_METHODS:
+        spec.vi_config()
+    return spec
