@@ -24,7 +24,8 @@ import jax
 import jax.numpy as jnp
 
 from sigmabnn.io.checkpoint import Checkpoint
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 
 D, CHAINS, CHUNK = 100_000, 2, 10
 RESULT = Path(__file__).parent / "results" / "checkpoint_memory.json"
@@ -36,8 +37,8 @@ def logdensity(x, hyper):
 
 def run(store, num_samples: int) -> None:
     sample(
-        jax.random.key(0), logdensity, jnp.zeros((CHAINS, D)), kernel="mh", num_warmup=0,
-        num_samples=num_samples, chunk_size=CHUNK, progress=False, store=store,
+        jax.random.key(0), make_algorithm("mh"), logdensity, jnp.zeros((CHAINS, D)), None,
+        RunConfig(num_warmup=0, num_samples=num_samples, chunk_size=CHUNK), progress=False, store=store,
     )  # fmt: skip
 
 

@@ -45,7 +45,8 @@ import pandas as pd
 
 import sigmabnn
 from sigmabnn.map import MAPConfig, pretrain_map
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, make_logdensity, parse_architecture
 from sigmabnn.model.mlp import flatten, init_params
 
@@ -103,15 +104,14 @@ def run_sigmabnn(key, logdensity, start, hyper, num_warmup, num_samples):
     t0 = time.perf_counter()
     result = sample(
         key,
+        make_algorithm("nuts"),
         logdensity,
         start[None],
         hyper,
-        kernel="nuts",
-        num_warmup=num_warmup,
-        num_samples=num_samples,
+        RunConfig(num_warmup=num_warmup, num_samples=num_samples),
         progress=False,
     )
-    jax.block_until_ready(result.draws.positions)
+    jax.block_until_ready(result.positions)
     seconds = time.perf_counter() - t0
     steps = int(np.sum(result.warmup_info.num_integration_steps)) + int(np.sum(result.info.num_integration_steps))
     return seconds, result, steps

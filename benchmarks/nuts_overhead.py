@@ -49,7 +49,8 @@ from jax.sharding import PartitionSpec
 import _devices  # noqa: F401  (before JAX starts: one CPU device per core, as samplers.py)
 import sigmabnn
 from sigmabnn.mcmc import nuts
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.parallel import chain_mesh
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -200,8 +201,9 @@ def runner_part(reps: int, starts: jax.Array, mesh) -> list[dict[str, Any]]:
 
     def run(key, num_samples):
         t0 = time.perf_counter()
-        result = sample(key, ld, starts, None, num_warmup=RUNNER_WARMUP, num_samples=num_samples, progress=False)
-        jax.block_until_ready(result.draws.positions)
+        config = RunConfig(num_warmup=RUNNER_WARMUP, num_samples=num_samples)
+        result = sample(key, make_algorithm("nuts"), ld, starts, None, config, progress=False)
+        jax.block_until_ready(result.positions)
         return time.perf_counter() - t0, result
 
     n_kernel = RUNNER_LONG - RUNNER_SHORT
@@ -213,13 +215,13 @@ def runner_part(reps: int, starts: jax.Array, mesh) -> list[dict[str, Any]]:
         order = [RUNNER_SHORT, RUNNER_LONG] if rep % 2 == 0 else [RUNNER_LONG, RUNNER_SHORT]
         out = {n: run(key, n) for n in order}
         (t_short, short), (t_long, long) = out[RUNNER_SHORT], out[RUNNER_LONG]
-        if not np.array_equal(np.asarray(short.draws.positions), np.asarray(long.draws.positions)[:, :RUNNER_SHORT]):
+        if not np.array_equal(np.asarray(short.positions), np.asarray(long.positions)[:, :RUNNER_SHORT]):
             raise RuntimeError("the two runs do not share their first draws: their difference is not draws 51..")
         warm_steps = int(np.sum(np.asarray(long.warmup_info.num_integration_steps)))
         tail_steps = int(np.sum(np.asarray(long.info.num_integration_steps)[:, RUNNER_SHORT:]))
         args = (
             jax.random.split(jax.random.key(200 + rep), NUM_CHAINS),
-            jnp.asarray(long.draws.positions[:, RUNNER_SHORT - 1]),
+            jnp.asarray(long.positions[:, RUNNER_SHORT - 1]),
             jnp.asarray(long.adapted.step_size),
             jnp.asarray(long.adapted.inverse_mass_matrix),
         )

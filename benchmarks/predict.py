@@ -45,9 +45,11 @@ import numpy as np
 
 import _results
 from model_load import make_model  # the sibling benchmark's model builder (script directory on sys.path)
-from sigmabnn import predict as predict_module
 from sigmabnn.io.model_file import load_model, save_model
 from sigmabnn.predict import predict
+from sigmabnn.predict.device import device_model, network_groups, per_draw
+from sigmabnn.predict.engine import PREDICT_THREADS, Request, chunk_function, chunk_points
+from sigmabnn.predict.sampling import MIN_NOISE_SAMPLES, host_quantiles
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ARCHS = ("5-20-20-1", "5-50-50-50-1")
@@ -131,19 +133,19 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
         ceiling[dtype] = values.size / (ms / 1e3)
     n_big = 10**5
     t_nets = fitted.num_networks
-    s = t_nets * -(-predict_module.MIN_NOISE_SAMPLES // t_nets)
-    c = predict_module._chunk_points(fitted, n_big, 65536, s)
-    model = predict_module._device_model(fitted)
+    s = t_nets * -(-MIN_NOISE_SAMPLES // t_nets)
+    c = chunk_points(fitted, n_big, 65536, s)
+    model = device_model(fitted)
     z = rng.normal(size=(c, 5)).astype(fitted.bnn.dtype)
-    forward = jax.jit(lambda m, z: predict_module._per_draw(fitted.bnn, m, z, None, t_nets))
+    forward = jax.jit(lambda m, z: per_draw(fitted.bnn, m, z, None, t_nets))
     flat = jax.numpy.asarray(np.asarray(fitted.draws.positions).reshape(t_nets, -1), fitted.bnn.jdtype)
     params = jax.jit(jax.vmap(fitted.bnn.unflatten))(flat)
     vmapped = jax.jit(lambda p, z: jax.vmap(lambda q: fitted.bnn.apply(q, z))(p))
-    fn = predict_module._chunk_fn(fitted.bnn, t_nets, s, True, False, False)
-    moments_fn = predict_module._chunk_fn(fitted.bnn, t_nets, 0, True, False, False)
-    two_pass_fn = predict_module._chunk_fn(fitted.bnn, t_nets, 0, True, False, False, False)
-    args = (model, z, None, jax.random.key(0), 0, None)
-    draws = np.asarray(fn(*args)["draws"])
+    fn = chunk_function(fitted.bnn, t_nets, Request(num_samples=s, log10=True))
+    moments_fn = chunk_function(fitted.bnn, t_nets, Request(log10=True))
+    two_pass_fn = chunk_function(fitted.bnn, t_nets, Request(log10=True, stream_moments=False))
+    args = (model, z, None, jax.random.key(0), 0, None, None)
+    draws = np.asarray(fn(*args)["samples"])
     xla_sort = jax.jit(lambda a: jax.numpy.sort(a, axis=-1))
     on_device = jax.numpy.asarray(draws)
     kernel_t = model.params[1].kernel_t  # [k, G, 20 out, 20 in]
@@ -152,8 +154,8 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
     second_ms, second_cores = _median_ms_and_cores(lambda: jax.block_until_ready(second(hidden, kernel_t)))
     return {
         "chunk_points": c,
-        "network_group": predict_module._network_groups(t_nets)[1],
-        "predict_threads": predict_module.PREDICT_THREADS,
+        "network_group": network_groups(t_nets)[1],
+        "predict_threads": PREDICT_THREADS,
         "second_layer_matmul_ms": second_ms,
         "second_layer_matmul_cores": second_cores,
         "noise_samples_per_point": s,
@@ -162,9 +164,7 @@ def breakdown(fitted, rng: np.random.Generator) -> dict:
         "moments_device_part_ms": _median_ms(lambda: jax.block_until_ready(moments_fn(*args))),
         "moments_two_pass_device_part_ms": _median_ms(lambda: jax.block_until_ready(two_pass_fn(*args))),
         "device_part_ms": _median_ms(lambda: jax.block_until_ready(fn(*args))),
-        "host_sort_and_quantiles_ms": _median_ms(
-            lambda: predict_module._host_quantiles(draws, (0.025, 0.16, 0.84, 0.975), True)
-        ),
+        "host_sort_and_quantiles_ms": _median_ms(lambda: host_quantiles(draws, (0.025, 0.16, 0.84, 0.975), True)),
         "xla_sort_ms": _median_ms(lambda: jax.block_until_ready(xla_sort(on_device))),
         "tanh_per_s": ceiling,
         "tanh_cores": ceiling_cores,

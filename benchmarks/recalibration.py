@@ -58,9 +58,9 @@ NAMES = ("1 sigma", "2 sigma", "3 sigma")
 
 
 def measure(seed: int, full: bool) -> dict[str, Any]:
-    from sigmabnn import predict as predict_module
     from sigmabnn.datasets import load_ewino
     from sigmabnn.predict import predict, predictive_cdf
+    from sigmabnn.predict.sampling import default_num_samples, quantile_levels
     from sigmabnn.workflows import nlo
 
     meta = run_metadata("benchmarks/recalibration.py")
@@ -88,10 +88,10 @@ def measure(seed: int, full: bool) -> dict[str, Any]:
         t0 = time.perf_counter()
         preds[name] = predict(fitted, rows, levels=LEVELS, calibrated=calibrated).log_space
         times[name] = time.perf_counter() - t0
-    tails = predict_module._quantile_levels(fitted, LEVELS, True)[1]
+    tails = quantile_levels(fitted, LEVELS, True)[1]
     out["noise_samples"] = {
-        "raw": predict_module._default_num_samples(fitted.num_networks, None),
-        "recalibrated": predict_module._default_num_samples(fitted.num_networks, tails),
+        "raw": default_num_samples(fitted.num_networks, None),
+        "recalibrated": default_num_samples(fitted.num_networks, tails),
     }
     out["smallest_mapped_tail_level"] = tails
     out["predict_seconds"] = times

@@ -27,7 +27,7 @@ targets every coordinate; ``min_ess`` is the minimum over all of them.
 compilation; ``min_ess_per_grad`` is independent of the machine's speed.
 
 Levers (sigmabnn variants beside its default NUTS, ``--levers``) include
-``sigmabnn+chees``: ChEES-HMC (``sample(kernel="chees")``; all chains share one
+``sigmabnn+chees``: ChEES-HMC (``make_algorithm("chees")``; all chains share one
 jittered trajectory length, so no chain waits for another's tree) with the same
 4 chains, starts, warm-up and draws, its leapfrog steps per iteration capped at
 ``2**max_tree_depth - 1`` like a NUTS tree; and ``sigmabnn+chees16``: the same
@@ -75,7 +75,8 @@ import numpy as np
 import _devices  # noqa: F401  (before the peers: one JAX CPU device per core, set before JAX starts)
 import sigmabnn
 from sigmabnn.map import MAPConfig, pretrain_map
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, parse_architecture
 
 with warnings.catch_warnings():
@@ -190,24 +191,23 @@ def run_sigmabnn(key, problem: Problem, num_warmup: int, num_samples: int, max_t
     logdensity = problem.logdensity32 if dtype == "float32" else problem.logdensity
     starts = np.tile(problem.starts, (kw.get("chains", NUM_CHAINS) // NUM_CHAINS, 1))  # the same starts, repeated
     t0 = time.perf_counter()
+    algorithm = make_algorithm(
+        kw.get("kernel", "nuts"), max_tree_depth=max_tree_depth, dense_mass=kw.get("dense_mass", False)
+    )
     result = sample(
         key,
+        algorithm,
         lambda z, _: logdensity(z),
         jnp.asarray(starts, dtype),
         None,
-        kernel=kw.get("kernel", "nuts"),
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        max_tree_depth=max_tree_depth,
-        dense_mass=kw.get("dense_mass", False),
+        RunConfig(num_warmup=num_warmup, num_samples=num_samples, split_chains=kw.get("split_chains", True)),
         progress=False,
-        split_chains=kw.get("split_chains", True),
     )
-    jax.block_until_ready(result.draws.positions)
+    jax.block_until_ready(result.positions)
     wall = time.perf_counter() - t0
     steps = int(np.sum(result.warmup_info.num_integration_steps)) + int(np.sum(result.info.num_integration_steps))
     return Run(
-        np.asarray(result.draws.positions, np.float64),
+        np.asarray(result.positions, np.float64),
         np.asarray(result.info.logdensity, np.float64),
         steps,
         wall,

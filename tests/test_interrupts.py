@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import pytest
 
 from sigmabnn import interrupts
-from sigmabnn.mcmc.run import MemoryStore, sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import MemoryStore, RunConfig, sample
 
 
 class _Stop(KeyboardInterrupt):
@@ -41,12 +42,11 @@ def test_runner_raises_a_pending_interrupt_after_the_chunk_that_saw_it():
         with pytest.raises(_Stop):
             sample(
                 jax.random.key(0),
+                make_algorithm("mh"),
                 lambda x, hyper: -0.5 * jnp.sum(x**2),
                 jnp.zeros((2, 3)),
-                kernel="mh",
-                num_warmup=40,
-                num_samples=40,
-                chunk_size=10,
+                None,
+                RunConfig(num_warmup=40, num_samples=40, chunk_size=10),
                 progress=False,
                 store=Store(),
             )

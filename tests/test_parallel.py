@@ -54,17 +54,18 @@ _SCRIPT = textwrap.dedent(
     from sigmabnn.parallel import set_host_device_count, chain_mesh
     set_host_device_count(2)
     import jax, jax.numpy as jnp, numpy as np
-    from sigmabnn.mcmc.run import sample
+    from sigmabnn.mcmc.registry import make_algorithm
+    from sigmabnn.mcmc.run import RunConfig, sample
 
     scales = jnp.linspace(0.5, 3.0, 6)
     logdensity = lambda x, h: -0.5 * jnp.sum((x / scales) ** 2)
     x0 = jax.random.normal(jax.random.key(1), (4, 6)) * scales
     runs = {}
     for split in (True, False):
-        r = sample(jax.random.key(0), logdensity, x0, num_warmup=0, num_samples=40, progress=False,
-                   split_chains=split, initial_step_size=0.3)
+        r = sample(jax.random.key(0), make_algorithm("nuts", initial_step_size=0.3), logdensity, x0, None,
+                   RunConfig(num_warmup=0, num_samples=40, split_chains=split), progress=False)
         runs[split] = r
-    a, b = (np.asarray(runs[s].draws.positions) for s in (True, False))
+    a, b = (np.asarray(runs[s].positions) for s in (True, False))
     print(json.dumps({
         "devices": len(jax.local_devices()),
         "mesh4": None if chain_mesh(4) is None else int(chain_mesh(4).size),

@@ -11,13 +11,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sigmabnn import predict as predict_module
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.model import BNN, Categorical, Gaussian, Hyperparameters, num_params, parse_architecture
-from sigmabnn.predict import log_predictive_density, predict, predictive_cdf
+from sigmabnn.predict import engine, log_predictive_density, per_draw_predictive, predict, predictive_cdf, score
+from sigmabnn.predict.device import network_groups
+from sigmabnn.predict.engine import Request, packed_chunk_function
+from sigmabnn.predict.sampling import default_num_samples
 
 LN10 = math.log(10.0)
 
@@ -73,7 +75,7 @@ def numpy_forward(fitted, x):
 )
 def test_moments_match_brute_force(log10, chains, draws, moments_only):
     f = make_fitted(log10=log10, chains=chains, draws=draws)
-    assert predict_module._network_groups(f.num_networks) == ((11, 10) if draws == 101 else (1, chains * draws))
+    assert network_groups(f.num_networks) == ((11, 10) if draws == 101 else (1, chains * draws))
     x = np.random.default_rng(1).normal(2.0, 3.0, size=(7, 2))
     p = predict(f, x, levels=()) if moments_only else predict(f, x)
     mu, var = numpy_forward(f, x)
@@ -145,7 +147,7 @@ def test_chunking_gives_identical_results(threads, monkeypatch):
     x = np.random.default_rng(2).normal(size=(37, 2))
     key = jax.random.key(7)
     one = predict(f, x, rng_key=key, covariance=True)
-    monkeypatch.setattr(predict_module, "PREDICT_THREADS", threads)  # 5 chunks: in order, in 1 or 3 threads
+    monkeypatch.setattr(engine, "PREDICT_THREADS", threads)  # 5 chunks: in order, in 1 or 3 threads
     many = predict(f, x, rng_key=key, covariance=True, chunk_size=8, return_samples=True)
     np.testing.assert_array_equal(
         many.log_space.samples[:, :8],
@@ -163,15 +165,9 @@ def test_chunking_gives_identical_results(threads, monkeypatch):
 
 def test_no_recompilation_for_same_chunk():
     f = make_fitted(seed=3)
-    predict_module._packed_chunk_fn.cache_clear()  # a fresh function: other tests compiled other chunk sizes
-    fn = predict_module._packed_chunk_fn(
-        f.bnn,
-        f.num_networks,
-        predict_module._default_num_samples(f.num_networks, None),
-        False,
-        False,
-        False,
-    )
+    packed_chunk_function.cache_clear()  # a fresh function: other tests compiled other chunk sizes
+    request = Request(num_samples=default_num_samples(f.num_networks, None))
+    fn = packed_chunk_function(f.bnn, f.num_networks, request)
     predict(f, np.zeros((10, 2)), levels=0.68)
     size = fn.jitted._cache_size()
     predict(f, np.ones((12, 2)), levels=0.68)  # pads to the same chunk
@@ -261,14 +257,56 @@ def test_target_baseline_shifts_every_log_space_quantity_exactly(tmp_path):
     assert loaded.y_transform.baseline.features == ("x1",)
 
 
-def test_scores_from_the_prediction_pass_match_the_separate_passes():
-    f = make_fitted(log10=True, chains=1, draws=101)
+@pytest.mark.parametrize(("log10", "draws"), [(True, 101), (False, 4)])
+def test_score_matches_the_closed_form_mixture(log10, draws):
+    """score's log densities and PIT are those of the mixture of the networks' Gaussians (brute force),
+    its prediction is predict's, bit for bit, and the separate score functions agree with it."""
+    f = make_fitted(log10=log10, chains=1, draws=draws)
     x = np.random.default_rng(8).normal(size=(9, 2))
     y = 10.0 ** np.random.default_rng(9).normal(1.0, 0.3, size=9)
-    pred, scores = predict_module._predict_matrix(f, x, y_log=np.log10(y)[:, None])
-    np.testing.assert_allclose(scores["pit"], predictive_cdf(f, x, y), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(scores["lpd"], log_predictive_density(f, x, y)["log"], rtol=1e-12)
-    np.testing.assert_array_equal(pred.mean, predict(f, x).mean)
+    u = np.log10(y) if log10 else y
+    mu, var = numpy_forward(f, x)  # [T, n, 1], log space
+    dens = stats.norm.pdf(u[None, :, None], mu, np.sqrt(var)).mean(0)[:, 0]
+    cdf = stats.norm.cdf(u[None, :, None], mu, np.sqrt(var)).mean(0)
+    key = jax.random.key(2)
+    s = score(f, x, y, rng_key=key)
+    np.testing.assert_allclose(s.log_space_log_density, np.log(dens), rtol=1e-10)
+    np.testing.assert_allclose(s.log_density, np.log(dens / (y * LN10)) if log10 else np.log(dens), rtol=1e-10)
+    np.testing.assert_allclose(s.pit, cdf, rtol=1e-10)
+    np.testing.assert_array_equal(s.targets, y[:, None])
+    pred = predict(f, x, rng_key=key)
+    for a, b in [(s.prediction, pred)] + ([(s.prediction.log_space, pred.log_space)] if log10 else []):
+        for name in ("mean", "std", "epistemic_std", "aleatoric_std"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        for level in b.levels:
+            np.testing.assert_array_equal(a.lower[level], b.lower[level])
+            np.testing.assert_array_equal(a.upper[level], b.upper[level])
+    # the same numbers from the functions computing one kind of score alone
+    np.testing.assert_allclose(s.pit, predictive_cdf(f, x, y), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(s.log_space_log_density, log_predictive_density(f, x, y)["log"], rtol=1e-12)
+    log_density, network_cdf = per_draw_predictive(f, x, y)
+    np.testing.assert_allclose(np.log(np.exp(log_density).mean(1)), s.log_space_log_density, rtol=1e-10)
+    np.testing.assert_allclose(network_cdf.mean(1), s.pit, rtol=1e-12)
+
+
+def test_score_checks_its_targets_once():
+    f = make_fitted(log10=True)
+    x = np.zeros((3, 2))
+    with pytest.raises(DataError, match="3 input rows but 2 targets"):
+        score(f, x, [1.0, 2.0])
+    with pytest.raises(DataError, match="1 target values are missing"):
+        score(f, x, [1.0, np.nan, 2.0])
+    with pytest.raises(DataError, match="log target needs positive values; 1 are not"):
+        predictive_cdf(f, x, [1.0, -1.0, 2.0])
+    with pytest.raises(DataError, match="targets must have 1 columns, got 2"):
+        log_predictive_density(f, x, np.ones((3, 2)))
+    with pytest.raises(DataError, match="no input rows"):
+        score(f, x[:0], [])
+    table = pd.DataFrame({"x0": [0.0, 1.0], "x1": [1.0, 2.0], "y": [3.0, 4.0]})
+    np.testing.assert_array_equal(score(f, table, table).pit, predictive_cdf(f, table[["x0", "x1"]], table["y"]))
+    # no rows: the functions computing one kind of score return empty arrays
+    assert predictive_cdf(f, x[:0], []).shape == (0, 1)
+    assert [a.shape for a in per_draw_predictive(f, x[:0], [])] == [(0, f.num_networks), (0, f.num_networks, 1)]
 
 
 def test_one_point_path_gives_the_same_moments():

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from tests.test_predict import make_fitted
 
-from sigmabnn import predict as predict_module
-from sigmabnn.predict import predict, predictive_cdf
+from sigmabnn.predict import engine, predict, predictive_cdf
+from sigmabnn.predict.device import device_model
+from sigmabnn.predict.engine import Request, chunk_function, effective_chunk, packed_chunk_function
+from sigmabnn.predict.sampling import MIN_NOISE_SAMPLES, default_num_samples, host_quantiles, standard_noise
 
 
 def _fields(p):
@@ -27,7 +29,7 @@ def test_single_point_equals_its_row_in_a_batch():
     f = make_fitted(log10=True, chains=2, draws=5)
     x = np.random.default_rng(0).normal(size=(70, 2))  # two chunks of 64: the pipelined path
     key = jax.random.key(3)
-    assert predict_module._effective_chunk(1, 65536, 10) == 1
+    assert effective_chunk(1, 65536, 10) == 1
     one = predict(f, x[:1], rng_key=key, return_samples=True)
     # The noise of row i comes from fold_in(key, i): row 0 of the single call is row 0 of the batch.
     for batch in (predict(f, x, rng_key=key, return_samples=True), predict(f, x[:5], rng_key=key, return_samples=True)):
@@ -42,7 +44,7 @@ def test_host_quantiles_match_numpy():
     rng = np.random.default_rng(1)
     draws = rng.normal(size=(7, 2, 401))
     qs = (0.025, 0.16, 0.5, 0.84, 0.975)
-    got = predict_module._host_quantiles(draws, qs, log10=True)
+    got = host_quantiles(draws, qs, log10=True)
     np.testing.assert_allclose(got["log"], np.quantile(draws, qs, axis=-1), rtol=1e-12)
     # original space: quantiles of 10**samples (a monotone map), interpolated between the mapped order statistics
     np.testing.assert_allclose(got["orig"], np.quantile(10.0**draws, qs, axis=-1), rtol=1e-12)
@@ -67,10 +69,9 @@ def test_no_intervals_gives_the_same_moments_without_noise():
             # the same definitions; without intervals they are accumulated inside the network scan
             np.testing.assert_allclose(getattr(space_moments, name), getattr(space_full, name), rtol=1e-12)
     # the compiled chunk function of a call without intervals draws no noise samples
-    fn = predict_module._chunk_fn(f.bnn, f.num_networks, 0, True, False, False)
-    model = predict_module._device_model(f)
-    out = fn(model, np.zeros((1, 2)), None, jax.random.key(0), 0, None)
-    assert "draws" not in out
+    fn = chunk_function(f.bnn, f.num_networks, Request(num_samples=0, log10=True))
+    out = fn(device_model(f), np.zeros((1, 2)), None, jax.random.key(0), 0, None, None)
+    assert "samples" not in out
     # samples can still be asked for without intervals
     with_samples = predict(f, x, levels=(), return_samples=True, num_noise_samples=40)
     assert with_samples.samples.shape == (40, 9, 1) and with_samples.lower == {}
@@ -81,15 +82,16 @@ def test_packed_chunk_results_equal_the_plain_ones(want_cov):
     """predict's chunk function returns its results packed into one array; unpacked, they are the
     plain function's, leaf for leaf (up to XLA's fusion choices: a few ulp), with the draws beside them."""
     f = make_fitted(log10=True, chains=2, draws=5, t=2)
-    model = predict_module._device_model(f)
+    model = device_model(f)
     z = np.random.default_rng(5).normal(size=(4, 2))
     y = np.random.default_rng(6).normal(size=(4, 2))
-    args = (model, z, None, jax.random.key(1), 3, y)
-    plain = jax.device_get(predict_module._chunk_fn(f.bnn, 10, 20, True, want_cov, True)(*args))
-    packed = predict_module._packed_chunk_fn(f.bnn, 10, 20, True, want_cov, True)
-    columns, draws = packed.jitted(*args)
+    args = (model, z, None, jax.random.key(1), 3, y, y)
+    request = Request(num_samples=20, log10=True, covariance=want_cov, density=True, pit=True)
+    plain = jax.device_get(chunk_function(f.bnn, 10, request)(*args))
+    packed = packed_chunk_function(f.bnn, 10, request)
+    columns, samples = packed.jitted(*args)
     unpacked = packed.unpack(np.asarray(columns))
-    np.testing.assert_array_equal(np.asarray(draws), plain.pop("draws"))
+    np.testing.assert_array_equal(np.asarray(samples), plain.pop("samples"))
     assert jax.tree.structure(unpacked) == jax.tree.structure(plain)
     for a, b in zip(jax.tree.leaves(unpacked), jax.tree.leaves(plain)):
         assert a.shape == b.shape
@@ -101,11 +103,10 @@ def test_streamed_moments_equal_the_two_pass_ones(log10):
     """Moments accumulated group by group (merged means and squared deviations, padding networks
     weighted 0) equal those of every network's values materialised first."""
     f = make_fitted(log10=log10, chains=1, draws=101, t=2)  # 11 groups, 9 padding networks
-    model = predict_module._device_model(f)
     z = np.random.default_rng(7).normal(size=(6, 2))
-    args = (model, z, None, jax.random.key(0), 0, None)
-    streamed = jax.device_get(predict_module._chunk_fn(f.bnn, 101, 0, log10, False, False, True)(*args))
-    two_pass = jax.device_get(predict_module._chunk_fn(f.bnn, 101, 0, log10, False, False, False)(*args))
+    args = (device_model(f), z, None, jax.random.key(0), 0, None, None)
+    streamed = jax.device_get(chunk_function(f.bnn, 101, Request(log10=log10, stream_moments=True))(*args))
+    two_pass = jax.device_get(chunk_function(f.bnn, 101, Request(log10=log10, stream_moments=False))(*args))
     assert jax.tree.structure(streamed) == jax.tree.structure(two_pass)
     for a, b in zip(jax.tree.leaves(streamed), jax.tree.leaves(two_pass)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
@@ -114,7 +115,7 @@ def test_streamed_moments_equal_the_two_pass_ones(log10):
 @pytest.mark.parametrize("df", [None, 4.0])
 def test_antithetic_noise_pairs_opposite_normals(df):
     key, index = jax.random.key(0), jax.numpy.arange(3)
-    eps = np.asarray(predict_module._standard_noise(key, index, (4000, 1), df, antithetic=True))
+    eps = np.asarray(standard_noise(key, index, (4000, 1), df, antithetic=True))
     half = eps.shape[1] // 2
     if df is None:  # the second half is minus the first, point by point
         np.testing.assert_array_equal(eps[:, half:], -eps[:, :half])
@@ -127,8 +128,8 @@ def test_antithetic_noise_pairs_opposite_normals(df):
 
 def test_default_sample_count_pairs_every_network():
     for t_nets, expected in ((1000, 2000), (100, 2000), (300, 2400), (3, 2004), (2500, 2500)):
-        s = predict_module._default_num_samples(t_nets, None)
-        assert s == expected and s >= predict_module.MIN_NOISE_SAMPLES and s % t_nets == 0
+        s = default_num_samples(t_nets, None)
+        assert s == expected and s >= MIN_NOISE_SAMPLES and s % t_nets == 0
 
 
 def test_antithetic_pairs_lower_the_interval_error(monkeypatch):
@@ -138,20 +139,19 @@ def test_antithetic_pairs_lower_the_interval_error(monkeypatch):
     x = np.random.default_rng(2).normal(size=(32, 2))
 
     def endpoints():
-        predict_module._packed_chunk_fn.cache_clear()
+        packed_chunk_function.cache_clear()
         out = []
         for r in range(30):
             p = predict(f, x, rng_key=jax.random.key(r), levels=0.95)
             out.append(np.stack([p.lower[0.95], p.upper[0.95]]))
-        predict_module._packed_chunk_fn.cache_clear()
+        packed_chunk_function.cache_clear()
         return np.array(out)  # [keys, 2, n, 1]
 
     paired = endpoints()
-    original = predict_module._standard_noise
-    monkeypatch.setattr(
-        predict_module,
-        "_standard_noise",
-        lambda key, index, shape, df, antithetic=False: original(key, index, shape, df),
+    monkeypatch.setattr(  # the engine's chunk functions draw their noise through this name
+        engine,
+        "standard_noise",
+        lambda key, index, shape, df, antithetic=False: standard_noise(key, index, shape, df),
     )
     independent = endpoints()
     ratio = paired.std(axis=0).mean() / independent.std(axis=0).mean()

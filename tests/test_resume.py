@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-import sigmabnn.train
+import sigmabnn.train.mcmc
 from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.map import MAPConfig
 from sigmabnn.train import MCMCConfig, fit_mcmc
@@ -58,6 +58,6 @@ def test_resumed_fit_skips_map_and_equals_the_uninterrupted_fit(tmp_path, monkey
     def no_map(*args, **kwargs):
         raise AssertionError("MAP ran again on resume")
 
-    monkeypatch.setattr(sigmabnn.train, "pretrain_map", no_map)
+    monkeypatch.setattr(sigmabnn.train.mcmc, "pretrain_map", no_map)
     resumed = _fit(Checkpoint.open(tmp_path / "m"))
     _assert_identical(reference, resumed)

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from sigmabnn.map import MAPConfig
-from sigmabnn.mcmc.gibbs import HyperPrior
 from sigmabnn.model import BNN, Categorical, Data, Gaussian, GaussianPrior, parse_architecture
 from sigmabnn.train import MCMCConfig, default_config, fit_mcmc
+from sigmabnn.train.gibbs import HyperPrior
 
 ALPHA_W, ALPHA_B, NOISE = 0.5, 0.25, 4.0
 

@@ -118,11 +118,20 @@ def test_aggregate_merge_and_table(uci):
         ("energy", "test_ll"): {"mean": -1.5, "stderr": 0.1, "method": "Y", "decimals": 2},
     }
     assert uci.wins(2.004, best[("energy", "rmse")], "rmse")  # equal at the published precision
+    assert uci.outcome(2.004, best[("energy", "rmse")], "rmse") == "tie"
+    assert uci.outcome(1.994, best[("energy", "rmse")], "rmse") == "win"
+    assert uci.outcome(-1.504, best[("energy", "test_ll")], "test_ll") == "tie"
+    assert not uci.strict_win(2.004, best[("energy", "rmse")], "rmse")  # a tie is no strict win
+    assert uci.strict_win(1.999, best[("energy", "rmse")], "rmse") and uci.strict_win(
+        -1.49, best[("energy", "test_ll")], "test_ll"
+    )
     assert not uci.wins(2.006, best[("energy", "rmse")], "rmse")
     assert not uci.wins(-2.0, best[("energy", "test_ll")], "test_ll")
     doc = {"records": merged, "results": [row], "runs": []}
     table = uci.markdown(doc, best)
-    assert "| energy | ensemble | 3 | 2.00 +- 0.47 | 2.00 (X) | **win** | -2.00 +- 0.47 | -1.50 (Y) | lose |" in table
+    assert "| energy | ensemble | 3 | 2.00 +- 0.47 | 2.00 (X) | *tie* | -2.00 +- 0.47 | -1.50 (Y) | lose |" in table
+    # the goal's tally counts the tie, the strict tally does not
+    assert "| ensemble | 1 of 7 | 0 | 0 | 0 | 1 (energy) | 1 (energy) | 0 |" in table
     assert "extrapolat" in table.lower()
 
 

@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "MCMCConfig": "sigmabnn.train",
     "fit_mcmc": "sigmabnn.train",
     "default_config": "sigmabnn.train",
-    "HyperPrior": "sigmabnn.mcmc.gibbs",
+    "HyperPrior": "sigmabnn.train.gibbs",
     "VIConfig": "sigmabnn.vi",
     "fit_vi": "sigmabnn.vi",
     "load_ewino": "sigmabnn.datasets",

@@ -1,6 +1,6 @@
 """Posterior draws: the sampled networks that every downstream step consumes.
 
-Produced by exact sampling (:mod:`sigmabnn.mcmc`), variational inference
+Produced by exact sampling (:mod:`sigmabnn.train`), variational inference
 (:mod:`sigmabnn.vi`, draws from q) or ensembles; consumed by prediction,
 evaluation, diagnostics and the model file. It holds draws only: never a
 point estimate, never sampler state.

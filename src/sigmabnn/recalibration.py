@@ -47,6 +47,7 @@ from sigmabnn.calibration import Calibration
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.names import MCMC_METHODS, RECALIBRATION_ROWS
+from sigmabnn.predict import feature_matrix_for, per_draw_predictive, predictive_cdf
 
 __all__ = ["ROWS", "LooPIT", "loo_log_weights", "loo_pit_values", "pit_values", "recalibrate"]
 
@@ -74,8 +75,6 @@ def pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int =
     ``x_raw``: raw features (array or DataFrame, see :func:`sigmabnn.predict.feature_matrix_for`);
     ``y_raw``: ``[n]`` or ``[n, t]`` targets in original units.
     """
-    from sigmabnn.predict import predictive_cdf
-
     _check_model(fitted)
     return predictive_cdf(fitted, x_raw, y_raw, chunk_size=chunk_size)
 
@@ -190,7 +189,6 @@ def loo_pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: i
             fingerprint of its training data), bad values.
     """
     from sigmabnn.data.tables import fingerprint
-    from sigmabnn.predict import feature_matrix_for, per_draw_predictive
 
     _check_model(fitted)
     _check_mcmc(fitted)

@@ -9,7 +9,7 @@ section 5):
    Gaussian likelihood at its default precision, one fit per start
    (:func:`sigmabnn.map.pretrain_map`);
 2. the maximum-likelihood Student-t scale ``s0`` of the pooled residuals of these fits (the EM
-   fixed point of :func:`sigmabnn.mcmc.gibbs.initial_noise_precision`);
+   fixed point of :func:`sigmabnn.train.gibbs.initial_noise_precision`);
 3. each start of the wide network copies the mean network's weights, with zero kernel and bias
    ``softplus^-1(s0 - min_scale)`` on the scale outputs, so it begins at the homoscedastic fit.
 
@@ -23,10 +23,10 @@ import jax
 import jax.numpy as jnp
 
 from sigmabnn.map import MAPConfig, pretrain_map
-from sigmabnn.mcmc.gibbs import HyperPrior, initial_noise_precision
 from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticStudentT, StudentT
 from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
+from sigmabnn.train.gibbs import HyperPrior, initial_noise_precision
 from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
 
 Array = jax.Array

@@ -172,6 +172,35 @@ def test_largest_seed_is_accepted() -> None:
 # ------------------------------------------------------------------ predict / evaluate / info
 
 
+def test_repeated_header_name_is_an_error(capsys, tmp_path: Path) -> None:
+    """``a,a,y``: which ``a`` is meant is ambiguous; the error names the column (pandas would train on a and a.1)."""
+    rng = np.random.default_rng(0)
+    body = "\n".join(f"{u:.4f},{v:.4f},{u - v:.4f}" for u, v in rng.uniform(-1, 1, (30, 2)))
+    data = tmp_path / "dup.csv"
+    data.write_text("a,a,y\n" + body + "\n")
+    assert_train_fails(capsys, tmp_path, data, [], "column 'a' appears more than once", "dup.csv")
+
+
+def test_repeated_column_name_in_parquet_is_an_error(capsys, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = table()
+    data = tmp_path / "dup.parquet"
+    pq.write_table(pa.table([df["a"], df["b"], df["y"]], names=["a", "a", "y"]), data)  # pandas refuses to write it
+    assert_train_fails(capsys, tmp_path, data, [], "column 'a' appears more than once")
+
+
+def test_predict_repeated_header_name(capsys, tmp_path: Path, model: Path) -> None:
+    data = tmp_path / "x.csv"
+    data.write_text("a,b,b\n0.1,0.2,0.3\n")
+    out = tmp_path / "pred.csv"
+    assert_one_line_error(
+        capsys, ["predict", str(model), str(data), "-o", str(out)], "column 'b' appears more than once"
+    )
+    assert not out.exists()
+
+
 def test_predict_missing_feature(capsys, tmp_path: Path, model: Path) -> None:
     data = write(table().drop(columns="b"), tmp_path / "x.csv")
     out = tmp_path / "pred.csv"

@@ -186,3 +186,19 @@ def test_fingerprint_depends_on_values_and_names():
     x2[0, 0] = np.nextafter(0.0, 1.0)
     assert fingerprint(x2, y, ["a", "b"], "y") != f
     assert fingerprint(x, y, ["b", "a"], "y") != f
+
+
+def test_repeated_column_names_are_rejected_wherever_a_table_enters(tmp_path):
+    from sigmabnn.data.tables import feature_matrix, prepare, read_table
+
+    (tmp_path / "t.tsv").write_text("a\tb\ta\n1\t2\t3\n4\t5\t6\n")
+    with pytest.raises(DataError, match="column 'a' appears more than once in the header of .*t.tsv"):
+        read_table(tmp_path / "t.tsv")
+    df = pd.DataFrame([[1.0, 2.0, 3.0]] * 5, columns=["a", "y", "a"])
+    with pytest.raises(DataError, match="column 'a' appears more than once in the table"):
+        prepare(df, "y")
+    with pytest.raises(DataError, match="column 'a' appears more than once"):
+        feature_matrix(df, ["a"])
+    # a header that only looks like pandas' renaming of a repeat is fine: the names differ
+    (tmp_path / "ok.csv").write_text("a,a.1,y\n1,2,3\n")
+    assert list(read_table(tmp_path / "ok.csv").columns) == ["a", "a.1", "y"]

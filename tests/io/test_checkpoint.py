@@ -12,7 +12,8 @@ import pytest
 
 from sigmabnn.errors import ModelFileError
 from sigmabnn.io.checkpoint import CHECKPOINT_DIR, STATE_NAME, Checkpoint, has_checkpoint
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 
 SCALES = jnp.array([0.5, 2.0, 1.0])
 
@@ -26,10 +27,11 @@ def _gibbs(key, x, h):  # a real random update, so the hyperparameter draws depe
 
 
 def _sample(store=None, kernel="mh", **kw):
-    kw = {"num_warmup": 40, "num_samples": 30, "chunk_size": 10, "thin": 2, **kw}
+    config = RunConfig(**{"num_warmup": 40, "num_samples": 30, "chunk_size": 10, "thin": 2, **kw})
+    algorithm = make_algorithm(kernel, num_integration_steps=3, max_tree_depth=4)
     return sample(
-        jax.random.key(0), _ld, jnp.zeros((2, 3)), jnp.asarray(1.0), kernel=kernel, gibbs_fn=_gibbs,
-        num_integration_steps=3, max_tree_depth=4, progress=False, store=store, **kw,
+        jax.random.key(0), algorithm, _ld, jnp.zeros((2, 3)), jnp.asarray(1.0), config, gibbs_fn=_gibbs,
+        progress=False, store=store,
     )  # fmt: skip
 
 
@@ -45,8 +47,8 @@ class _StopAt(Checkpoint):
 
 
 def _assert_same_run(a, b):
-    np.testing.assert_array_equal(np.asarray(a.draws.positions), np.asarray(b.draws.positions))
-    np.testing.assert_array_equal(np.asarray(a.draws.hyper), np.asarray(b.draws.hyper))
+    np.testing.assert_array_equal(np.asarray(a.positions), np.asarray(b.positions))
+    np.testing.assert_array_equal(np.asarray(a.hyper), np.asarray(b.hyper))
     for name in a.info._fields:
         np.testing.assert_array_equal(np.asarray(getattr(a.info, name)), np.asarray(getattr(b.info, name)), name)
         np.testing.assert_array_equal(
@@ -76,7 +78,7 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run(tmp_path, kernel, 
         assert Checkpoint.open(path).iteration() == stop
     resumed = _sample(Checkpoint.open(path), kernel=kernel)
     _assert_same_run(reference, resumed)
-    assert isinstance(resumed.draws.positions, np.memmap)  # the draws stay on disk
+    assert isinstance(resumed.positions, np.memmap)  # the draws stay on disk
 
 
 def test_draws_are_on_disk_after_every_chunk_and_nothing_accumulates(tmp_path):
@@ -92,7 +94,7 @@ def test_draws_are_on_disk_after_every_chunk_and_nothing_accumulates(tmp_path):
 
     result = _sample(Watch.create(tmp_path / "m", {}))
     assert [k for k, _ in seen] == [0, 0, 0, 0, 0, 5, 10, 15, 20, 25, 30]
-    final = np.asarray(result.draws.positions)
+    final = np.asarray(result.positions)
     for kept, positions in seen:
         np.testing.assert_array_equal(positions, final[:, :kept])
 
@@ -107,8 +109,8 @@ def test_peak_memory_is_a_few_chunks_whatever_the_number_of_draws(tmp_path):
 
     def run(store, num_samples):
         return sample(
-            jax.random.key(1), ld, jnp.zeros((2, d)), kernel="mh",
-            num_warmup=0, num_samples=num_samples, chunk_size=chunk, progress=False, store=store,
+            jax.random.key(1), make_algorithm("mh"), ld, jnp.zeros((2, d)), None,
+            RunConfig(num_warmup=0, num_samples=num_samples, chunk_size=chunk), progress=False, store=store,
         )  # fmt: skip
 
     def peak(store, num_samples):

@@ -17,7 +17,8 @@ from _targets import assert_moments, correlated_cov, gaussian
 from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import chees
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 
 # --------------------------------------------------------------------------- exact Gaussian dynamics
 
@@ -179,10 +180,10 @@ def _ld(x, _):
     return -0.5 * jnp.sum((x / jnp.array([0.5, 2.0, 1.0], x.dtype)) ** 2)
 
 
-def _run(**kw):
-    kw = {"num_warmup": 60, "num_samples": 40, "progress": False, "chunk_size": 20, "split_chains": False, **kw}
-    init = kw.pop("init", jnp.zeros((4, 3)) + 0.5)
-    return sample(jax.random.key(0), _ld, init, kernel="chees", **kw)
+def _run(init=None, **settings):
+    init = jnp.zeros((4, 3)) + 0.5 if init is None else init
+    config = RunConfig(num_warmup=60, num_samples=40, chunk_size=20, split_chains=False)
+    return sample(jax.random.key(0), make_algorithm("chees", **settings), _ld, init, None, config, progress=False)
 
 
 def test_all_chains_take_the_same_jittered_number_of_steps_and_results_keep_their_shapes():
@@ -202,14 +203,14 @@ def test_all_chains_take_the_same_jittered_number_of_steps_and_results_keep_thei
     np.testing.assert_array_equal(np.asarray(r.info.step_size), np.float32(eps))
     assert np.all(np.asarray(r.info.tree_depth) == 0)
     # shapes and dtypes: float32 in, float32 out
-    assert r.draws.positions.shape == (4, 40, 3) and r.draws.positions.dtype == jnp.float32
+    assert r.positions.shape == (4, 40, 3) and r.positions.dtype == jnp.float32
     for name in r.info._fields:
         assert getattr(r.info, name).shape == (4, 40), name
         assert getattr(r.warmup_info, name).shape == (4, 60), name
     assert r.adapted.trajectory_length.shape == (4,) and r.adapted.inverse_mass_matrix.shape == (4, 3)
     assert r.adapted.step_size.dtype == jnp.float32 and r.adapted.trajectory_length.dtype == jnp.float32
     assert np.all(np.asarray(r.adapted.trajectory_length) > 0)
-    ld = jax.vmap(jax.vmap(lambda x: _ld(x, None)))(r.draws.positions)
+    ld = jax.vmap(jax.vmap(lambda x: _ld(x, None)))(r.positions)
     np.testing.assert_allclose(r.info.logdensity, ld, rtol=1e-5)
 
 
@@ -232,8 +233,9 @@ def _ld_h(x, h):
 def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_path):
     def run(store=None):
         return sample(
-            jax.random.key(0), _ld_h, jnp.zeros((4, 3)) + 0.3, jnp.asarray(1.0), kernel="chees", gibbs_fn=_gibbs,
-            num_warmup=30, num_samples=10, chunk_size=10, progress=False, store=store, split_chains=False,
+            jax.random.key(0), make_algorithm("chees"), _ld_h, jnp.zeros((4, 3)) + 0.3, jnp.asarray(1.0),
+            RunConfig(num_warmup=30, num_samples=10, chunk_size=10, split_chains=False), gibbs_fn=_gibbs,
+            progress=False, store=store,
         )  # fmt: skip
 
     class StopAt(Checkpoint):
@@ -243,14 +245,14 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_pat
                 raise KeyboardInterrupt
 
     reference = run()
-    assert np.unique(np.asarray(reference.draws.hyper)).size > 20  # the hyperparameter moves
+    assert np.unique(np.asarray(reference.hyper)).size > 20  # the hyperparameter moves
     path = tmp_path / "m"
     StopAt.create(path, {"what": "test"})
     with pytest.raises(KeyboardInterrupt):
         run(StopAt.open(path))
     resumed = run(Checkpoint.open(path))
-    np.testing.assert_array_equal(np.asarray(reference.draws.positions), np.asarray(resumed.draws.positions))
-    np.testing.assert_array_equal(np.asarray(reference.draws.hyper), np.asarray(resumed.draws.hyper))
+    np.testing.assert_array_equal(np.asarray(reference.positions), np.asarray(resumed.positions))
+    np.testing.assert_array_equal(np.asarray(reference.hyper), np.asarray(resumed.hyper))
     for a, b in zip(reference.adapted, resumed.adapted):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -269,11 +271,11 @@ def test_moments_of_known_gaussians(target):
     ld = gaussian(mean, cov)
     init = jax.random.normal(jax.random.key(7), (32, d))
     r = sample(
-        jax.random.key(11), lambda x, _: ld(x), init, kernel="chees", num_warmup=400, num_samples=250,
-        progress=False, split_chains=False,
+        jax.random.key(11), make_algorithm("chees"), lambda x, _: ld(x), init, None,
+        RunConfig(num_warmup=400, num_samples=250, split_chains=False), progress=False,
     )  # fmt: skip
     assert int(np.sum(np.asarray(r.info.is_divergent))) == 0
-    assert_moments(np.asarray(r.draws.positions), mean, np.diag(cov))
+    assert_moments(np.asarray(r.positions), mean, np.diag(cov))
     # the mass matrix found the scales, and the trajectory is longer than one step
     ratio = np.asarray(r.adapted.inverse_mass_matrix[0]) / np.diag(cov)
     assert np.all((ratio > 0.6) & (ratio < 1.6)), ratio
@@ -286,13 +288,14 @@ _SPLIT_SCRIPT = textwrap.dedent(
     from sigmabnn.parallel import set_host_device_count
     set_host_device_count(2)
     import jax, jax.numpy as jnp, numpy as np
-    from sigmabnn.mcmc.run import sample
+    from sigmabnn.mcmc.registry import make_algorithm
+    from sigmabnn.mcmc.run import RunConfig, sample
 
     scales = jnp.linspace(0.5, 3.0, 6)
     logdensity = lambda x, h: -0.5 * jnp.sum((x / scales) ** 2)
     x0 = jax.random.normal(jax.random.key(1), (4, 6)) * scales
-    runs = {s: sample(jax.random.key(0), logdensity, x0, kernel="chees", num_warmup=60, num_samples=30,
-                      progress=False, split_chains=s) for s in (True, False)}
+    runs = {s: sample(jax.random.key(0), make_algorithm("chees"), logdensity, x0, None,
+                      RunConfig(num_warmup=60, num_samples=30, split_chains=s), progress=False) for s in (True, False)}
     split, one = runs[True], runs[False]
     steps = np.concatenate([np.asarray(split.warmup_info.num_integration_steps),
                             np.asarray(split.info.num_integration_steps)], axis=1)

@@ -17,9 +17,9 @@ import scipy.stats
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.fitted import FittedModel
-from sigmabnn.mcmc.gibbs import HyperPrior, initial_noise_precision, latent_weight_conditional, make_gibbs_fn
 from sigmabnn.model import BNN, Data, GaussianPrior, Hyperparameters, StudentT, noise_df, parse_architecture
 from sigmabnn.predict import log_predictive_density, predict
+from sigmabnn.train.gibbs import HyperPrior, initial_noise_precision, latent_weight_conditional, make_gibbs_fn
 
 
 def test_log_prob_matches_scipy_and_validates_df():
@@ -106,25 +106,26 @@ def exact_location_posterior(y, df=3.0, alpha_b=0.5, hp=HP):
 @pytest.mark.slow
 def test_nuts_with_latent_weight_gibbs_matches_quadrature():
     """Runner: NUTS on the t likelihood, Gibbs on (w, tau); b and tau match the exact posterior."""
-    from mcmc.test_gibbs import assert_mc_close
-    from sigmabnn.mcmc.run import sample
+    from sigmabnn.mcmc.registry import make_algorithm
+    from sigmabnn.mcmc.run import RunConfig, sample
     from sigmabnn.model import make_logdensity
+    from train.test_gibbs import assert_mc_close
 
     bnn, data = location_problem()
     exact = exact_location_posterior(np.asarray(data.y)[:, 0])
     gibbs = make_gibbs_fn(bnn, data, HP, learn_noise=True, learn_prior=False)
     result = sample(
         jax.random.PRNGKey(11),
+        make_algorithm("nuts"),
         make_logdensity(bnn, data),
         jnp.zeros((4, 2)),
         bnn.default_hyperparameters(),
-        num_warmup=200,
-        num_samples=1000,
+        RunConfig(num_warmup=200, num_samples=1000),
         gibbs_fn=gibbs,
         progress=False,
     )
-    taus = np.asarray(result.draws.hyper.noise_precision)
-    bs = np.asarray(result.draws.positions)[..., 1]
+    taus = np.asarray(result.hyper.noise_precision)
+    bs = np.asarray(result.positions)[..., 1]
     assert_mc_close(bs, *exact["b"])
     assert_mc_close(taus, *exact["tau"])
 

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 from conjugate import z_scores
 
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 
 D = 100
 STDS = np.logspace(-2, 2, D)
@@ -38,16 +39,12 @@ def test_adaptation_recovers_scales_and_target(kernel, num_integration_steps, nu
     init = jax.random.normal(jax.random.key(5), (4, D)) * STDS
     result = sample(
         jax.random.key(7),
+        make_algorithm(kernel, target_accept=target, num_integration_steps=max(num_integration_steps, 1)),
         _logdensity,
         init,
-        kernel=kernel,
-        num_warmup=num_warmup,
-        num_samples=1000,
-        target_accept=target,
-        num_integration_steps=max(num_integration_steps, 1),
-        final_buffer=300,
+        None,
+        RunConfig(num_warmup=num_warmup, num_samples=1000, final_buffer=300, chunk_size=250),
         progress=False,
-        chunk_size=250,
     )
     inv_mass = np.asarray(result.adapted.inverse_mass_matrix)
     assert inv_mass.shape == (4, D)
@@ -62,6 +59,6 @@ def test_adaptation_recovers_scales_and_target(kernel, num_integration_steps, nu
     assert np.all(np.abs(acceptance - target) < 0.05), acceptance
     assert int(result.info.is_divergent.sum()) == 0
 
-    z_mean, z_var = z_scores(np.asarray(result.draws.positions), np.zeros(D), STDS)
+    z_mean, z_var = z_scores(np.asarray(result.positions), np.zeros(D), STDS)
     assert np.all(np.abs(z_mean) < 4), np.abs(z_mean).max()
     assert np.all(np.abs(z_var) < 4), np.abs(z_var).max()

@@ -19,7 +19,8 @@ from conjugate import (
     z_scores,
 )
 
-from sigmabnn.mcmc.run import sample
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 
 # kernel -> (num_warmup, num_samples, thin)
 QUICK = {"mh": (400, 1500, 2), "hmc": (300, 400, 1), "nuts": (300, 400, 1)}
@@ -34,17 +35,14 @@ def _check_known_noise(kernel, d, n, settings, seed):
     init = jnp.asarray(np.random.default_rng(seed).normal(size=(4, d)))
     result = sample(
         jax.random.key(seed),
+        make_algorithm(kernel, num_integration_steps=7),
         ld,
         init,
-        kernel=kernel,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        thin=thin,
-        num_integration_steps=7,
+        None,
+        RunConfig(num_warmup=num_warmup, num_samples=num_samples, thin=thin, chunk_size=100),
         progress=False,
-        chunk_size=100,
     )
-    draws = np.asarray(result.draws.positions)
+    draws = np.asarray(result.positions)
     assert draws.shape == (4, num_samples, d)
     z_mean, z_var = z_scores(draws, post.mean, post.std)
     assert np.all(np.abs(z_mean) < 4), (kernel, z_mean)
@@ -72,22 +70,19 @@ def test_normal_gamma_with_gibbs_noise_precision(kernel):
     ld, gibbs_fn = normal_gamma_model(x, y, kappa, a, b)
     result = sample(
         jax.random.key(13),
+        make_algorithm(kernel, num_integration_steps=5),
         ld,
         jnp.zeros((4, 2)),
         jnp.asarray(1.0),
-        kernel=kernel,
-        num_warmup=300,
-        num_samples=600,
-        num_integration_steps=5,
+        RunConfig(num_warmup=300, num_samples=600, chunk_size=100),
         gibbs_fn=gibbs_fn,
         progress=False,
-        chunk_size=100,
     )
-    lam = np.asarray(result.draws.hyper)
+    lam = np.asarray(result.hyper)
     assert lam.shape == (4, 600)
     # the cached log-density is recomputed for the new hyperparameter after every Gibbs update
-    beta = result.draws.positions
-    recomputed = jax.vmap(jax.vmap(ld))(beta, result.draws.hyper)
+    beta = result.positions
+    recomputed = jax.vmap(jax.vmap(ld))(beta, result.hyper)
     np.testing.assert_allclose(result.info.logdensity, recomputed, rtol=1e-10, atol=1e-10)
     z_mean, z_var = z_scores(np.asarray(beta), post.beta_mean, post.beta_std)
     assert np.all(np.abs(z_mean) < 4) and np.all(np.abs(z_var) < 4), (z_mean, z_var)

@@ -216,20 +216,18 @@ def test_compare_moments_detects_a_shifted_sampler(shared_data):
 
 def _run_nuts(target: pdb.Target, seed: int, dense_mass: bool):
     from sigmabnn.mcmc import run
+    from sigmabnn.mcmc.registry import make_algorithm
 
     key_init, key_run = jax.random.split(jax.random.key(seed))
     # Stan's default initialisation: uniform(-2, 2) on the unconstrained scale
     init = jax.random.uniform(key_init, (4, target.dim), jnp.float64, minval=-2.0, maxval=2.0)
     return run.sample(
         key_run,
+        make_algorithm("nuts", dense_mass=dense_mass, max_tree_depth=10),
         lambda z, hyper: target.logdensity(z),
         init,
         None,
-        kernel="nuts",
-        num_warmup=1000,
-        num_samples=1000,
-        dense_mass=dense_mass,
-        max_tree_depth=10,
+        run.RunConfig(num_warmup=1000, num_samples=1000),
         progress=False,
     )
 
@@ -243,7 +241,7 @@ def test_nuts_matches_reference_moments(name, shared_data):
     ref, ref_ess = pdb.load_reference(name, shared_data)
     start = time.perf_counter()
     result = _run_nuts(target, seed=20240611, dense_mass=name.startswith("diamonds"))
-    positions = np.asarray(result.draws.positions)
+    positions = np.asarray(result.positions)
     elapsed = time.perf_counter() - start
     assert positions.shape == (4, 1000, target.dim)
     draws = {k: np.asarray(v) for k, v in target.constrain(jnp.asarray(positions)).items()}

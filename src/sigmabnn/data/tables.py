@@ -34,10 +34,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from sigmabnn.errors import DataError, InputError
 
-__all__ = ["MIN_TRAIN_ROWS", "Prepared", "Split", "feature_matrix", "fingerprint", "prepare", "read_table"]
+__all__ = [
+    "MIN_TRAIN_ROWS",
+    "Prepared",
+    "Split",
+    "check_unique_columns",
+    "feature_matrix",
+    "fingerprint",
+    "prepare",
+    "read_table",
+]
 
 #: Fewest usable training rows :func:`prepare` accepts.
 MIN_TRAIN_ROWS = 2
@@ -49,6 +59,20 @@ _SPLIT_NAMES = {"train": "train", "val": "val", "valid": "val", "validation": "v
 
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
+
+
+def check_unique_columns(columns: Sequence[Any], where: str) -> None:
+    """Raise :class:`DataError` naming the first column name that appears more than once in ``columns``.
+
+    A repeated name makes a table ambiguous (which ``a`` is the input?); pandas would silently
+    rename the second copy (``a.1``) and train on both.
+    """
+    seen: set[str] = set()
+    for name in columns:
+        key = str(name)
+        if key in seen:
+            raise DataError(f"column {key!r} appears more than once in {where}: rename or drop the copies")
+        seen.add(key)
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -68,14 +92,19 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     suffix = suffixes[-2] if compressed and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
     try:
         if suffix in _PARQUET_SUFFIXES and not compressed:
+            check_unique_columns(pq.read_schema(p).names, f"the columns of {p}")  # pyarrow's own error is cryptic
             df = pd.read_parquet(p)
         elif suffix in _CSV_SUFFIXES:
             sep = _CSV_SUFFIXES[suffix]
-            df = pd.read_csv(p, sep=sep, engine="python" if sep is None else "c", comment=None)
+            engine = "python" if sep is None else "c"
+            df = pd.read_csv(p, sep=sep, engine=engine, comment=None)
+            # pandas renames a repeated header name (a, a -> a, a.1): check the header as written
+            header = pd.read_csv(p, sep=sep, engine=engine, comment=None, header=None, nrows=1, dtype=str)
+            check_unique_columns(header.iloc[0].tolist(), f"the header of {p}")
         else:
             kind = "".join(p.suffixes) or "(no extension)"
             raise InputError(f"unknown table format {kind} of {p}: use .csv, .csv.gz, .tsv or .parquet")
-    except InputError:
+    except (InputError, DataError):
         raise
     except pd.errors.EmptyDataError:
         raise DataError(f"data file is empty: {p}") from None
@@ -87,6 +116,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise DataError(f"data file has no columns: {p}")
     if df.shape[0] == 0:
         raise DataError(f"data file has no rows: {p}")
+    check_unique_columns(df.columns, f"the header of {p}")
     return df
 
 
@@ -179,8 +209,9 @@ def _numeric_column(df: pd.DataFrame, name: str, role: str) -> np.ndarray:
 def feature_matrix(df: pd.DataFrame, feature_names: Sequence[str]) -> np.ndarray:
     """``[n, p]`` float64 matrix of the named numeric columns (missing values stay NaN).
 
-    Raises :class:`DataError` for an absent or non-numeric column.
+    Raises :class:`DataError` for an absent or non-numeric column, or a repeated column name.
     """
+    check_unique_columns(df.columns, "the table")
     cols = [_numeric_column(df, _check_column(df, name, "feature"), "feature") for name in feature_names]
     if not cols:
         return np.zeros((len(df), 0), np.float64)
@@ -250,6 +281,7 @@ def prepare(
     """
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    check_unique_columns(df.columns, "the table")
     target = _check_column(df, target, "target")
     special = {target}
     if split_column is not None:

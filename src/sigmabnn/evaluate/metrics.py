@@ -29,6 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from sigmabnn.fitted import FittedModel
+from sigmabnn.predict import score
+
 __all__ = [
     "SIGMA_LEVELS",
     "coverage_sigma",
@@ -170,22 +173,8 @@ def summary(
     return out
 
 
-def _targets(fitted: Any, y_raw: Any) -> np.ndarray:
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(y_raw, pd.DataFrame):
-        from sigmabnn.data.tables import feature_matrix
-
-        return feature_matrix(y_raw, [fitted.target_name])
-    if pd is not None and isinstance(y_raw, pd.Series):
-        y_raw = y_raw.to_numpy(dtype=np.float64, na_value=np.nan)
-    return np.asarray(y_raw, dtype=np.float64)
-
-
 def evaluate(
-    fitted: Any,
+    fitted: FittedModel,
     x_raw: Any,
     y_raw: Any,
     *,
@@ -210,32 +199,21 @@ def evaluate(
         ``residual_std``, ``coverage_sigma``, ``coverage_interval`` and
         (original space only) ``relative_error`` (see the module docstring).
     """
-    from sigmabnn.errors import DataError
-    from sigmabnn.predict import _predict_matrix, feature_matrix_for
-
-    x = feature_matrix_for(fitted, x_raw)
-    y = _targets(fitted, y_raw)
-    y = y[:, None] if y.ndim == 1 else y
-    if y.ndim != 2 or y.shape[0] != x.shape[0]:
-        raise DataError(f"{x.shape[0]} input rows but {y.shape[0]} targets")
-    if not np.all(np.isfinite(y)):
-        raise DataError(f"{int(np.sum(~np.isfinite(y)))} target values are missing or non-finite")
-    if y.shape[1] != fitted.target_dim:
-        raise DataError(f"targets must have {fitted.target_dim} columns, got {y.shape[1]}")
-    if fitted.log_target and np.any(~(y > 0)):
-        raise DataError(f"log target needs positive values; {int(np.sum(~(y > 0)))} are not")
-    y_log = fitted.y_transform.to_log_space(y)
-    pred, scores = _predict_matrix(fitted, x, levels=levels, rng_key=rng_key, chunk_size=chunk_size, y_log=y_log)
-    lpd = {"log": scores["lpd"]}
-    if fitted.log_target:
-        lpd["orig"] = scores["lpd"] - np.sum(np.log(y * math.log(10.0)), axis=1)  # density of y = 10**u
-    out: dict[str, Any] = {"n": int(x.shape[0]), "target": fitted.target_name}
+    scored = score(fitted, x_raw, y_raw, levels=levels, rng_key=rng_key, chunk_size=chunk_size)
+    pred, y = scored.prediction, scored.targets
+    out: dict[str, Any] = {"n": int(y.shape[0]), "target": fitted.target_name}
     if fitted.log_target:
         lp = pred.log_space
         out["log10"] = summary(
-            np.log10(y), lp.mean, lp.std, lower=lp.lower, upper=lp.upper, log_density=lpd["log"], relative=False
+            np.log10(y),
+            lp.mean,
+            lp.std,
+            lower=lp.lower,
+            upper=lp.upper,
+            log_density=scored.log_space_log_density,
+            relative=False,
         )
-        out["original"] = summary(y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=lpd["orig"])
-    else:
-        out["original"] = summary(y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=lpd["log"])
+    out["original"] = summary(
+        y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=scored.log_density
+    )
     return out

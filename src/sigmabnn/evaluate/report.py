@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from sigmabnn.evaluate.metrics import SIGMA_LEVELS, coverage_sigma, interval_coverage, r2, r2_concentration, rmse
+from sigmabnn.predict import predict, score
 
 __all__ = [
     "INTERVAL_LEVELS",
@@ -177,15 +178,14 @@ def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any, with_pit: 
     ``with_pit``: also each row's exact PIT (kept for models with a calibration only), from the
     same network pass.
     """
-    from sigmabnn.predict import _predict_matrix, feature_matrix_for
-
     rows = pd.concat(list(parts.values()))
-    x = feature_matrix_for(fitted, rows)
-    want_pit = with_pit and fitted.calibration is not None
-    y_log = fitted.y_transform.to_log_space(rows[[fitted.target_name]].to_numpy(np.float64)) if want_pit else None
-    pred, scores = _predict_matrix(fitted, x, levels=INTERVAL_LEVELS, rng_key=rng_key, y_log=y_log)
+    pit = None
+    if with_pit and fitted.calibration is not None:
+        scored = score(fitted, rows, rows[[fitted.target_name]], levels=INTERVAL_LEVELS, rng_key=rng_key)
+        pred, pit = scored.prediction, scored.pit[:, 0]
+    else:
+        pred = predict(fitted, rows, levels=INTERVAL_LEVELS, rng_key=rng_key)
     space = pred.log_space if fitted.log_target else pred
-    pit = scores["pit"][:, 0] if want_pit else None
     out: dict[str, _Scored] = {}
     start = 0
     for name, part in parts.items():
@@ -327,8 +327,6 @@ def _relative_error_figure(path: Path, scored: dict[str, _Scored], log_target: b
 
 
 def _predictive_figure(path: Path, fitted: Any, s: _Scored, picks: list[int], label: str, rng_key: Any) -> list[dict]:
-    from sigmabnn.predict import predict
-
     rows = s.rows.iloc[picks]
     pred = predict(fitted, rows, levels=INTERVAL_LEVELS[:2], rng_key=rng_key, return_samples=True)
     space = pred.log_space if fitted.log_target else pred

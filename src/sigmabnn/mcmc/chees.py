@@ -51,15 +51,17 @@ The criterion is evaluated in the metric's coordinates ``z = q / sqrt(M^-1)``
 to its adapted scale. After warm-up, sampling keeps the jitter with the
 averaged ``T`` and the final step size.
 
-The adaptation state is one for all chains; :func:`make_init_fn` and
-:func:`make_chunk_fn` keep a copy per chain (identical by construction, beside
-the chain's own running moments: :class:`ChEESChainAdaptation`) so the chains'
-state keeps its leading ``[C]`` axis and can be split over devices, with the
-across-chain sums done by ``psum`` over the device axis.
+The adaptation state is one for all chains; every chain of :func:`algorithm` keeps a copy
+(identical by construction, beside the chain's own running moments:
+:class:`ChEESChainAdaptation`) so the chains' state keeps its leading ``[C]`` axis and can
+be split over devices, with the across-chain sums done by ``psum`` over the device axis.
+:func:`algorithm` is a :class:`~sigmabnn.mcmc.algorithm.SamplingAlgorithm` like the
+windowed adaptation of NUTS, HMC and MH, so the runner drives it the same way.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -68,17 +70,16 @@ import jax.numpy as jnp
 
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import hmc
-from sigmabnn.mcmc.warmup import (
+from sigmabnn.mcmc.algorithm import (
     STAGE_FROZEN,
     STAGE_SLOW,
     ChainState,
+    Iteration,
     IterationInfo,
-    _conditioned,
+    SamplingAlgorithm,
     broadcast_chains,
-    chain_keys,
-    jit_chunk,
+    conditioned,
 )
-from sigmabnn.parallel import AXIS as CHAIN_AXIS
 
 Array = jax.Array
 
@@ -361,183 +362,190 @@ def _pmin(x: Array, axis_name: str | None) -> Array:
     return m if axis_name is None else jax.lax.pmin(m, axis_name)
 
 
-def make_init_fn(
-    logdensity_fn: Callable,
+@functools.cache
+def algorithm(
     *,
+    target_accept: float | None = None,
     initial_step_size: float = 1.0,
     initial_num_steps: int = 32,
-    divergence_threshold: float = 1000.0,
-) -> Callable:
-    """``init(rng_key, positions [C, d], hyper [C, ...]) -> ChainState [C]`` (jitted).
-
-    The inverse mass matrix starts at the identity, the step size at the smallest
-    over the chains of the "reasonable epsilon" heuristic, and ``T`` at
-    ``initial_num_steps`` of that step size.
-    """
-    one_step = hmc.build_kernel(divergence_threshold=divergence_threshold)
-
-    def start_one(rng_key, position, hyper):
-        ld = _conditioned(logdensity_fn, hyper)
-        state = hmc.init(position, ld)
-        imm = jnp.ones_like(position)
-        eps0 = jnp.asarray(initial_step_size, position.dtype)
-        eps = adapt.find_reasonable_step_size(
-            lambda e: one_step(rng_key, state, ld, e, imm, 1)[1].acceptance_rate, eps0
-        )
-        return state, eps
-
-    @jax.jit
-    def init(rng_key, positions, hyper):
-        num_chains, d = positions.shape
-        dtype = positions.dtype
-        states, eps = jax.vmap(start_one)(jax.random.split(rng_key, num_chains), positions, hyper)
-        eps = jnp.min(eps)
-        t0 = eps * initial_num_steps
-        shared = ChEESAdaptationState(
-            eps,
-            t0,
-            jnp.ones((d,), dtype),
-            adapt.dual_averaging_init(eps),
-            trajectory_init(t0),
-        )
-        welford = broadcast_chains(adapt.welford_init(d, dtype), num_chains)
-        return ChainState(states, hyper, ChEESChainAdaptation(broadcast_chains(shared, num_chains), welford))
-
-    return init
-
-
-def make_chunk_fn(
-    logdensity_fn: Callable,
-    *,
-    gibbs_fn: Callable | None = None,
-    target_accept: float | None = None,
     max_num_steps: int = 1023,
     learning_rate: float = 0.025,
     jitter: str = "halton",
     divergence_threshold: float = 1000.0,
-    mesh: Any = None,
-) -> Callable:
-    """The jitted ChEES-HMC chunk function shared by warm-up and sampling.
+) -> SamplingAlgorithm:
+    """ChEES-HMC as a :class:`~sigmabnn.mcmc.algorithm.SamplingAlgorithm` (the same object for the same arguments).
 
-    Same contract as :func:`sigmabnn.mcmc.warmup.make_chunk_fn`: ``chunk(run_key, chains
-    [C], iteration [L], stage [L], is_window_end [L], active [L]) -> (chains, (positions
-    [L, C, d], hyper [L, C, ...], IterationInfo [L, C]))``, iteration ``t`` keyed by
-    ``fold_in(run_key, iteration[t])`` and chain ``c`` by ``split(., C)[c]``. Every chain
-    takes the same number of leapfrog steps at an iteration (``tree_depth`` is 0).
+    ``init`` starts the inverse mass matrix at the identity, the step size at the smallest over
+    the chains of the "reasonable epsilon" heuristic, and ``T`` at ``initial_num_steps`` of that
+    step size. ``step`` gives every chain the same number of leapfrog steps at an iteration
+    (``tree_depth`` is 0) and, while the stage adapts, updates the shared adaptation from all
+    chains (across devices by ``psum`` over ``axis_name``). ``adapted`` gives
+    :class:`ChEESAdaptedParameters`.
 
     Args:
-        logdensity_fn: ``(position [d], hyper) -> scalar``.
-        gibbs_fn: ``(rng_key, position, hyper) -> hyper`` after every HMC step, or ``None``.
-        target_accept: target of the harmonic-mean acceptance (default 0.651).
-        max_num_steps: cap on the leapfrog steps of one iteration (and on ``T / eps``).
+        target_accept: target of the harmonic-mean acceptance in ``(0, 1)`` (default 0.651).
+        initial_step_size: start of the step-size heuristic.
+        initial_num_steps: initial trajectory length, in steps of the initial step size (>= 1).
+        max_num_steps: cap on the leapfrog steps of one iteration (and on ``T / eps``; >= 1).
         learning_rate: Adam's learning rate on ``log T``.
         jitter: ``"halton"`` (``u_n`` = :func:`halton` of the iteration index) or
             ``"uniform"`` (``u_n`` uniform in ``(0, 1)``, shared by the chains).
         divergence_threshold: energy error (nats) that marks a divergent transition.
-        mesh: split the chains over this mesh's devices (``shard_map``), or ``None``.
+
+    Raises:
+        ValueError: invalid settings (one-line message).
     """
     if jitter not in ("halton", "uniform"):
         raise ValueError(f"jitter must be 'halton' or 'uniform', got {jitter!r}")
     if int(max_num_steps) < 1:
         raise ValueError(f"max_num_steps must be >= 1, got {max_num_steps}")
-    max_num_steps = int(max_num_steps)
-    num_devices = 1 if mesh is None else int(mesh.size)
-    axis_name = None if mesh is None else CHAIN_AXIS
-    target = DEFAULT_TARGET_ACCEPT if target_accept is None else float(target_accept)
-    kernel = hmc.build_proposal_kernel(divergence_threshold=divergence_threshold)
-    one_step = hmc.build_kernel(divergence_threshold=divergence_threshold)
+    if int(initial_num_steps) < 1:
+        raise ValueError(f"initial_num_steps must be >= 1, got {initial_num_steps}")
+    if target_accept is not None and not 0.0 < float(target_accept) < 1.0:
+        raise ValueError(f"target_accept must be in (0, 1), got {target_accept}")
+    settings = _Settings(
+        DEFAULT_TARGET_ACCEPT if target_accept is None else float(target_accept),
+        initial_step_size,
+        int(initial_num_steps),
+        int(max_num_steps),
+        learning_rate,
+        jitter,
+        hmc.build_proposal_kernel(divergence_threshold=divergence_threshold),
+        hmc.build_kernel(divergence_threshold=divergence_threshold),
+    )
+    return SamplingAlgorithm(
+        functools.partial(_init, settings), functools.partial(_step, settings), finalize, adapted_parameters
+    )
 
-    def window_end(keys, chains: ChainState, welford, shared: ChEESAdaptationState) -> ChEESAdaptationState:
-        """New inverse mass matrix from the window's moments; rescaled T; re-initialised step size."""
-        imm = mean_within_chain_variance(welford, axis_name).astype(shared.inverse_mass_matrix.dtype)
-        log_factor = -0.5 * jnp.mean(jnp.log(imm / shared.inverse_mass_matrix))
 
-        def reasonable(key, kstate, hyper):
-            ld = _conditioned(logdensity_fn, hyper)
-            return adapt.find_reasonable_step_size(
-                lambda e: one_step(key, kstate, ld, e, imm, 1)[1].acceptance_rate, shared.step_size
-            )
+class _Settings(NamedTuple):
+    target: float
+    initial_step_size: float
+    initial_num_steps: int
+    max_num_steps: int
+    learning_rate: float
+    jitter: str
+    kernel: Callable  # HMC transition that also returns the end of its trajectory
+    one_step: Callable  # HMC transition, used with one leapfrog step by the step-size heuristic
 
-        eps = _pmin(jax.vmap(reasonable)(keys, chains.kernel_state, chains.hyper), axis_name)
-        traj = _trajectory_rescale(shared.trajectory, log_factor.astype(shared.trajectory.log_trajectory_length.dtype))
-        traj = _trajectory_cap(traj, jnp.log(eps * max_num_steps).astype(traj.log_trajectory_length.dtype))
-        return ChEESAdaptationState(
-            eps,
-            jnp.exp(traj.log_trajectory_length).astype(shared.trajectory_length.dtype),
-            imm,
-            adapt.dual_averaging_init(eps),
-            traj,
+
+def _init(settings: _Settings, rng_key: Array, positions: Array, hyper: Any, logdensity_fn: Callable) -> ChainState:
+    """``ChainState [C]`` with identical copies of the shared adaptation state."""
+
+    def start_one(rng_key, position, hyper):
+        ld = conditioned(logdensity_fn, hyper)
+        state = hmc.init(position, ld)
+        imm = jnp.ones_like(position)
+        eps0 = jnp.asarray(settings.initial_step_size, position.dtype)
+        eps = adapt.find_reasonable_step_size(
+            lambda e: settings.one_step(rng_key, state, ld, e, imm, 1)[1].acceptance_rate, eps0
+        )
+        return state, eps
+
+    num_chains, d = positions.shape
+    dtype = positions.dtype
+    states, eps = jax.vmap(start_one)(jax.random.split(rng_key, num_chains), positions, hyper)
+    eps = jnp.min(eps)
+    t0 = eps * settings.initial_num_steps
+    shared = ChEESAdaptationState(
+        eps,
+        t0,
+        jnp.ones((d,), dtype),
+        adapt.dual_averaging_init(eps),
+        trajectory_init(t0),
+    )
+    welford = broadcast_chains(adapt.welford_init(d, dtype), num_chains)
+    return ChainState(states, hyper, ChEESChainAdaptation(broadcast_chains(shared, num_chains), welford))
+
+
+def _window_end(
+    settings: _Settings, logdensity_fn, keys, chains: ChainState, welford, shared: ChEESAdaptationState, axis_name
+) -> ChEESAdaptationState:
+    """New inverse mass matrix from the window's moments; rescaled T; re-initialised step size."""
+    imm = mean_within_chain_variance(welford, axis_name).astype(shared.inverse_mass_matrix.dtype)
+    log_factor = -0.5 * jnp.mean(jnp.log(imm / shared.inverse_mass_matrix))
+
+    def reasonable(key, kstate, hyper):
+        ld = conditioned(logdensity_fn, hyper)
+        return adapt.find_reasonable_step_size(
+            lambda e: settings.one_step(key, kstate, ld, e, imm, 1)[1].acceptance_rate, shared.step_size
         )
 
-    def body(carry, xs):
-        run_key, chains = carry
-        iteration, stage, is_end, active = xs
-        local = chains.kernel_state.position.shape[0]
-        iteration_key = jax.random.fold_in(run_key, iteration)
-        step_keys, end_keys = chain_keys(iteration_key, local, num_devices)
-        shared = _first(chains.adaptation.shared)
-        dtype = chains.kernel_state.position.dtype
-        if jitter == "halton":
-            u = halton(iteration).astype(dtype)
-        else:
-            u = jax.random.uniform(jax.random.fold_in(iteration_key, 2), (), dtype, minval=1e-6)
-        n_steps = num_integration_steps(u, shared.trajectory_length, shared.step_size, max_num_steps)
+    eps = _pmin(jax.vmap(reasonable)(keys, chains.kernel_state, chains.hyper), axis_name)
+    traj = _trajectory_rescale(shared.trajectory, log_factor.astype(shared.trajectory.log_trajectory_length.dtype))
+    traj = _trajectory_cap(traj, jnp.log(eps * settings.max_num_steps).astype(traj.log_trajectory_length.dtype))
+    return ChEESAdaptationState(
+        eps,
+        jnp.exp(traj.log_trajectory_length).astype(shared.trajectory_length.dtype),
+        imm,
+        adapt.dual_averaging_init(eps),
+        traj,
+    )
 
-        def one_chain(key, chain: ChainState):
-            key_kernel, key_gibbs = jax.random.split(key)
-            ld = _conditioned(logdensity_fn, chain.hyper)
-            kstate, info, proposal = kernel(
-                key_kernel, chain.kernel_state, ld, shared.step_size, shared.inverse_mass_matrix, n_steps
-            )
-            hyper = chain.hyper
-            if gibbs_fn is not None:
-                hyper = gibbs_fn(key_gibbs, kstate.position, hyper)
-                kstate = hmc.init(kstate.position, _conditioned(logdensity_fn, hyper))
-            velocity = shared.inverse_mass_matrix * proposal.momentum
-            return kstate, hyper, info, proposal.position, velocity
 
-        def run(chains):
-            kstate, hyper, info, proposed, velocity = jax.vmap(one_chain)(step_keys, chains)
-            updated = adaptation_update(
-                shared,
-                previous=chains.kernel_state.position,
-                proposed=proposed,
-                velocity=velocity,
-                acceptance=info.acceptance_rate,
-                jitter=u,
-                target_accept=target,
-                max_num_steps=max_num_steps,
-                learning_rate=learning_rate,
-                axis_name=axis_name,
-            )
-            new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)
-            w_new = jax.vmap(adapt.welford_update)(chains.adaptation.welford, kstate.position)
-            welford = jax.tree_util.tree_map(
-                lambda n, o: jnp.where(stage == STAGE_SLOW, n, o), w_new, chains.adaptation.welford
-            )
-            new = ChainState(kstate, hyper, chains.adaptation)
-            new_shared = jax.lax.cond(is_end, lambda s: window_end(end_keys, new, welford, s), lambda s: s, new_shared)
-            fresh = broadcast_chains(adapt.welford_init(kstate.position.shape[-1], kstate.position.dtype), local)
-            welford = jax.tree_util.tree_map(lambda f, w: jnp.where(is_end, f, w), fresh, welford)
-            record = IterationInfo(
-                acceptance_rate=info.acceptance_rate,
-                step_size=jnp.broadcast_to(shared.step_size, (local,)),
-                num_integration_steps=info.num_integration_steps,
-                tree_depth=jnp.zeros((local,), jnp.int32),
-                is_divergent=info.is_divergent,
-                energy=info.energy,
-                logdensity=kstate.logdensity,
-            )
-            return ChainState(kstate, hyper, ChEESChainAdaptation(broadcast_chains(new_shared, local), welford)), record
+def _step(
+    settings: _Settings, iteration: Iteration, chains: ChainState, logdensity_fn, gibbs_fn, axis_name
+) -> tuple[ChainState, IterationInfo]:
+    """One iteration of all (local) chains with the shared jittered trajectory, then the shared adaptation."""
+    local = chains.kernel_state.position.shape[0]
+    shared = _first(chains.adaptation.shared)
+    dtype = chains.kernel_state.position.dtype
+    if settings.jitter == "halton":
+        u = halton(iteration.index).astype(dtype)
+    else:
+        u = jax.random.uniform(jax.random.fold_in(iteration.key, 2), (), dtype, minval=1e-6)
+    n_steps = num_integration_steps(u, shared.trajectory_length, shared.step_size, settings.max_num_steps)
 
-        def skip(chains):
-            record = jax.eval_shape(run, chains)[1]
-            return chains, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), record)
+    def one_chain(key, chain: ChainState):
+        key_kernel, key_gibbs = jax.random.split(key)
+        ld = conditioned(logdensity_fn, chain.hyper)
+        kstate, info, proposal = settings.kernel(
+            key_kernel, chain.kernel_state, ld, shared.step_size, shared.inverse_mass_matrix, n_steps
+        )
+        hyper = chain.hyper
+        if gibbs_fn is not None:
+            hyper = gibbs_fn(key_gibbs, kstate.position, hyper)
+            kstate = hmc.init(kstate.position, conditioned(logdensity_fn, hyper))
+        velocity = shared.inverse_mass_matrix * proposal.momentum
+        return kstate, hyper, info, proposal.position, velocity
 
-        chains, record = jax.lax.cond(active, run, skip, chains)
-        return (run_key, chains), (chains.kernel_state.position, chains.hyper, record)
-
-    return jit_chunk(body, mesh)
+    kstate, hyper, info, proposed, velocity = jax.vmap(one_chain)(iteration.step_keys, chains)
+    updated = adaptation_update(
+        shared,
+        previous=chains.kernel_state.position,
+        proposed=proposed,
+        velocity=velocity,
+        acceptance=info.acceptance_rate,
+        jitter=u,
+        target_accept=settings.target,
+        max_num_steps=settings.max_num_steps,
+        learning_rate=settings.learning_rate,
+        axis_name=axis_name,
+    )
+    stage = iteration.stage
+    new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)
+    w_new = jax.vmap(adapt.welford_update)(chains.adaptation.welford, kstate.position)
+    old_welford = chains.adaptation.welford
+    welford = jax.tree_util.tree_map(lambda n, o: jnp.where(stage == STAGE_SLOW, n, o), w_new, old_welford)
+    new = ChainState(kstate, hyper, chains.adaptation)
+    new_shared = jax.lax.cond(
+        iteration.is_window_end,
+        lambda s: _window_end(settings, logdensity_fn, iteration.end_keys, new, welford, s, axis_name),
+        lambda s: s,
+        new_shared,
+    )
+    fresh = broadcast_chains(adapt.welford_init(kstate.position.shape[-1], kstate.position.dtype), local)
+    welford = jax.tree_util.tree_map(lambda f, w: jnp.where(iteration.is_window_end, f, w), fresh, welford)
+    record = IterationInfo(
+        acceptance_rate=info.acceptance_rate,
+        step_size=jnp.broadcast_to(shared.step_size, (local,)),
+        num_integration_steps=info.num_integration_steps,
+        tree_depth=jnp.zeros((local,), jnp.int32),
+        is_divergent=info.is_divergent,
+        energy=info.energy,
+        logdensity=kstate.logdensity,
+    )
+    return ChainState(kstate, hyper, ChEESChainAdaptation(broadcast_chains(new_shared, local), welford)), record
 
 
 @jax.jit

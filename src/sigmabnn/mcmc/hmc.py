@@ -13,12 +13,14 @@ rejected and flagged, and nothing non-finite enters the returned state.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from sigmabnn.mcmc.algorithm import Sampler, TransitionInfo
 from sigmabnn.mcmc.integrators import IntegratorState, velocity_verlet
 from sigmabnn.mcmc.metrics import gaussian_euclidean
 
@@ -158,3 +160,43 @@ def build_kernel(
         return new_state, info
 
     return kernel
+
+
+def one_step_acceptance(divergence_threshold: float = 1000.0) -> Callable[..., Array]:
+    """``(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix) -> scalar``: the acceptance
+    probability of one leapfrog step (the step-size heuristic of HMC and NUTS)."""
+    one_step_kernel = build_kernel(divergence_threshold=divergence_threshold, random_direction=False)
+
+    def acceptance(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        return one_step_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix, 1)[1].acceptance_rate
+
+    return acceptance
+
+
+@functools.cache
+def sampler(
+    num_integration_steps: int = 32, random_direction: bool = False, divergence_threshold: float = 1000.0
+) -> Sampler:
+    """HMC with ``num_integration_steps`` leapfrog steps as a :class:`~sigmabnn.mcmc.algorithm.Sampler`.
+
+    The same settings give the same object (so the runner's compiled functions are reused).
+
+    Raises:
+        ValueError: if ``num_integration_steps < 1``.
+    """
+    if int(num_integration_steps) < 1:
+        raise ValueError(f"num_integration_steps must be >= 1, got {num_integration_steps}")
+    hmc_kernel = build_kernel(divergence_threshold=divergence_threshold, random_direction=random_direction)
+    n_steps = int(num_integration_steps)
+
+    def step(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        new, info = hmc_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix, n_steps)
+        return new, TransitionInfo(
+            info.acceptance_rate,
+            info.is_divergent,
+            info.energy,
+            jnp.asarray(info.num_integration_steps, jnp.int32),
+            jnp.zeros((), jnp.int32),
+        )
+
+    return Sampler(init, step, one_step_acceptance(divergence_threshold), 0.8)

@@ -9,11 +9,14 @@ non-finite log-density is rejected (acceptance probability 0).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from sigmabnn.mcmc.algorithm import Sampler, TransitionInfo
 
 Array = jax.Array
 
@@ -85,3 +88,22 @@ def build_kernel() -> Callable[..., tuple[MHState, MHInfo]]:
         return MHState(new_position, new_logdensity), MHInfo(acceptance_rate, is_accepted)
 
     return kernel
+
+
+@functools.cache
+def sampler() -> Sampler:
+    """Random-walk Metropolis-Hastings as a :class:`~sigmabnn.mcmc.algorithm.Sampler` (default target 0.234).
+
+    Its transitions are never divergent, take no leapfrog step and report ``-logdensity`` as energy.
+    """
+    mh_kernel = build_kernel()
+
+    def step(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        new, info = mh_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix)
+        zero = jnp.zeros((), jnp.int32)
+        return new, TransitionInfo(info.acceptance_rate, jnp.zeros((), bool), -new.logdensity, zero, zero)
+
+    def one_step_acceptance(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        return mh_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix)[1].acceptance_rate
+
+    return Sampler(init, step, one_step_acceptance, 0.234)

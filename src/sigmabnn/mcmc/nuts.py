@@ -61,20 +61,22 @@ plain recursive implementation consuming the same numbers.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from sigmabnn.mcmc.hmc import HMCState
+from sigmabnn.mcmc.algorithm import Sampler, TransitionInfo
+from sigmabnn.mcmc.hmc import HMCState, one_step_acceptance
 from sigmabnn.mcmc.hmc import init as init
 from sigmabnn.mcmc.integrators import IntegratorState, velocity_verlet
-from sigmabnn.mcmc.metrics import gaussian_euclidean, turning_from_velocities
+from sigmabnn.mcmc.metrics import Metric, gaussian_euclidean, turning_from_velocities
 
 Array = jax.Array
 
-__all__ = ["HMCState", "NUTSInfo", "build_kernel", "init"]
+__all__ = ["HMCState", "NUTSInfo", "build_kernel", "init", "sampler"]
 
 
 class NUTSInfo(NamedTuple):
@@ -174,6 +176,175 @@ def _trailing_ones(n: Array) -> Array:
     return jax.lax.population_count(n ^ (n + 1)) - 1
 
 
+class _Transition(NamedTuple):
+    """What the tree building of one transition closes over (fixed for the transition)."""
+
+    step: Callable  # leapfrog step (state, signed step size) -> state
+    metric: Metric
+    eps: Array  # step size (dtype of the position)
+    threshold: Array  # divergence threshold (nats)
+    energy0: Array  # Hamiltonian of the starting point
+    key_tree: Array
+    rows: Array  # [depth] row indices 0..max_tree_depth-1
+    levels: Array  # node levels k = 1..max_tree_depth-1
+
+
+def _empty_checkpoints(tr: _Transition, momentum: Array) -> _Checkpoints:
+    num_rows = tr.rows.shape[0]
+    vector_rows = jnp.zeros((2, num_rows) + momentum.shape, momentum.dtype)
+    return _Checkpoints(vector_rows, vector_rows, jnp.zeros((3, num_rows), momentum.dtype))
+
+
+def _leaf_step(tr: _Transition, sub: _Subtree, signed_eps: Array, key_subtree: Array) -> _Subtree:
+    """One leapfrog step, progressive sampling and the U-turn checks it completes."""
+    metric, rows, levels = tr.metric, tr.rows, tr.levels
+    dtype = sub.momentum_sum.dtype
+    n = sub.leaf
+    previous_momentum, previous_velocity = sub.end.momentum, sub.end_velocity
+    new = tr.step(sub.end, signed_eps)
+    v = metric.velocity(new.momentum)
+    energy = (0.5 * jnp.dot(new.momentum, v) - new.logdensity).astype(dtype)
+    finite = jnp.isfinite(energy) & jnp.all(jnp.isfinite(new.logdensity_grad))
+    energy = jnp.where(finite, energy, jnp.inf)
+    is_divergent = energy - tr.energy0 > tr.threshold
+    log_weight = tr.energy0 - energy
+    accept_prob = jnp.exp(jnp.minimum(log_weight, 0.0))
+
+    # progressive uniform (multinomial) sampling within the subtree
+    log_sum_weight = jnp.logaddexp(sub.log_sum_weight, log_weight)
+    u = jax.random.uniform(jax.random.fold_in(key_subtree, n), (), dtype)
+    take = finite & (u < jnp.exp(log_weight - log_sum_weight))
+    proposal = jax.tree.map(
+        lambda a, b: jnp.where(take, a, b),
+        _Proposal(new.position, new.logdensity, new.logdensity_grad, energy),
+        sub.proposal,
+    )
+
+    # record leaf n in row popcount(n); the U-turn checks read rows below it (unchanged by the
+    # write) and, for the second half starting at n, the values written now
+    momentum_sum_before = sub.momentum_sum
+    momentum_sum = momentum_sum_before + new.momentum
+    row = _popcount(n)
+    ck = sub.checkpoints
+    d_vec = momentum_sum_before - previous_momentum
+    at_row = rows == row
+    # projections of the current momentum sum and velocity on the rows before the write
+    projections_ms = jnp.einsum("krd,d->kr", ck.velocities, momentum_sum)
+    projections_v = jnp.einsum("krd,d->kr", ck.sums, v)
+    v_ms = jnp.dot(v, momentum_sum)
+    v_s = jnp.dot(v, momentum_sum_before)
+    row_ms = jnp.stack([v_ms, jnp.dot(previous_velocity, momentum_sum)])
+    row_v = jnp.stack([v_s, jnp.dot(d_vec, v)])
+    # first half of the node whose second half starts at n (first leaf a = n - lowbit(n), in row - 1),
+    # extended by leaf n: v_a . (ms - s_a) = v_a . ms - v_a . s_a and v . (ms - s_a) (unused for n = 0)
+    below = jnp.maximum(row - 1, 0)
+    first_turning = ~((projections_ms[0, below] - ck.scalars[0, below] > 0) & (v_ms - projections_v[0, below] > 0))
+    scalars = jnp.stack([v_s, jnp.dot(previous_velocity, d_vec), first_turning.astype(dtype)])
+    # an exact zero computed from the projections: the rows are written after they are read, so XLA
+    # updates them in place instead of copying them at every leaf (the where keeps it finite, so 0 * it is 0)
+    read = projections_ms[0, 0] + projections_v[0, 0]
+    after = 0.0 * jnp.where(jnp.isfinite(read), read, 0.0)
+    velocities = jnp.where(
+        at_row[None, :, None], (jnp.stack([v, previous_velocity]) + after)[:, None, :], ck.velocities
+    )
+    sums = jnp.where(at_row[None, :, None], (jnp.stack([momentum_sum_before, d_vec]) + after)[:, None, :], ck.sums)
+    ck = _Checkpoints(velocities, sums, jnp.where(at_row[None, :], scalars[:, None], ck.scalars))
+    projections_ms = jnp.where(at_row[None, :], row_ms[:, None], projections_ms)
+    projections_v = jnp.where(at_row[None, :], row_v[:, None], projections_v)
+    first_momentum = jnp.where(n == 0, new.momentum, sub.first_momentum)
+
+    # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n)): node [a, n]
+    # with first leaf a in row_a = row - k and the first leaf c of its second half in row_a + 1
+    active = levels <= _trailing_ones(n)
+    row_a = jnp.maximum(row - levels, 0)
+    row_c = row_a + 1
+    keep_node = (projections_ms[0, row_a] - ck.scalars[0, row_a] > 0) & (v_ms - projections_v[0, row_a] > 0)
+    keep_second = (projections_ms[1, row_c] - ck.scalars[1, row_c] > 0) & (v_ms - projections_v[1, row_c] > 0)
+    turn_first = ck.scalars[2, row_c] > 0.5
+    is_turning = jnp.any(active & (~keep_node | ~keep_second | turn_first))
+
+    return _Subtree(
+        end=new,
+        end_velocity=v,
+        leaf=n + 1,
+        momentum_sum=momentum_sum,
+        proposal=proposal,
+        log_sum_weight=log_sum_weight,
+        checkpoints=ck,
+        first_momentum=first_momentum,
+        num_steps=sub.num_steps + 1,
+        sum_accept_prob=sub.sum_accept_prob + accept_prob,
+        is_divergent=is_divergent,
+        is_turning=is_turning,
+    )
+
+
+def _expand(tr: _Transition, traj: _Trajectory) -> _Trajectory:
+    """Build one subtree of depth ``traj.depth`` in a random direction and merge it."""
+    dtype = traj.momentum_sum.dtype
+    key_direction, key_subtree, key_accept = jax.random.split(jax.random.fold_in(tr.key_tree, traj.num_expansions), 3)
+    forward = jax.random.bernoulli(key_direction)
+    pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(forward, x, y), a, b)  # noqa: E731
+    start, start_velocity = pick((traj.right, traj.right_velocity), (traj.left, traj.left_velocity))
+    far_velocity = jnp.where(forward, traj.left_velocity, traj.right_velocity)
+    signed_eps = jnp.where(forward, tr.eps, -tr.eps)
+    num_leaves = jnp.left_shift(jnp.int32(1), traj.depth)
+
+    sub = _Subtree(
+        end=start,
+        end_velocity=start_velocity,
+        leaf=jnp.int32(0),
+        momentum_sum=jnp.zeros_like(traj.momentum_sum),
+        proposal=traj.proposal,
+        log_sum_weight=jnp.asarray(-jnp.inf, dtype),
+        checkpoints=_empty_checkpoints(tr, traj.momentum_sum),
+        first_momentum=jnp.zeros_like(traj.momentum_sum),
+        num_steps=traj.num_steps,
+        sum_accept_prob=traj.sum_accept_prob,
+        is_divergent=jnp.asarray(False),
+        is_turning=jnp.asarray(False),
+    )
+    sub = jax.lax.while_loop(
+        lambda s: (s.leaf < num_leaves) & ~s.is_divergent & ~s.is_turning,
+        lambda s: _leaf_step(tr, s, signed_eps, key_subtree),
+        sub,
+    )
+    valid = ~sub.is_divergent & ~sub.is_turning
+
+    # biased progressive sampling between the old trajectory and the new subtree
+    u = jax.random.uniform(key_accept, (), dtype)
+    take = valid & (u < jnp.exp(sub.log_sum_weight - traj.log_sum_weight))
+    proposal = jax.tree.map(lambda a, b: jnp.where(take, a, b), sub.proposal, traj.proposal)
+    log_sum_weight = jnp.where(valid, jnp.logaddexp(traj.log_sum_weight, sub.log_sum_weight), traj.log_sum_weight)
+
+    # U-turn checks on the merged trajectory (both ends, and each part extended across the boundary)
+    first_momentum, first_velocity = sub.first_momentum, sub.checkpoints.velocities[0, 0]
+    momentum_sum = traj.momentum_sum + sub.momentum_sum
+    turning = (
+        turning_from_velocities(far_velocity, sub.end_velocity, momentum_sum)
+        | turning_from_velocities(far_velocity, first_velocity, traj.momentum_sum + first_momentum)
+        | turning_from_velocities(start_velocity, sub.end_velocity, sub.momentum_sum + start.momentum)
+    )
+
+    left, left_velocity = pick((traj.left, traj.left_velocity), (sub.end, sub.end_velocity))
+    right, right_velocity = pick((sub.end, sub.end_velocity), (traj.right, traj.right_velocity))
+    return _Trajectory(
+        left=left,
+        left_velocity=left_velocity,
+        right=right,
+        right_velocity=right_velocity,
+        momentum_sum=momentum_sum,
+        proposal=proposal,
+        log_sum_weight=log_sum_weight,
+        depth=traj.depth + valid.astype(jnp.int32),
+        num_expansions=traj.num_expansions + 1,
+        num_steps=sub.num_steps,
+        sum_accept_prob=sub.sum_accept_prob,
+        is_divergent=sub.is_divergent,
+        is_turning=sub.is_turning | (valid & turning),
+    )
+
+
 def build_kernel(
     max_tree_depth: int = 10, divergence_threshold: float = 1000.0
 ) -> Callable[..., tuple[HMCState, NUTSInfo]]:
@@ -211,7 +382,6 @@ def build_kernel(
         position = state.position
         dtype = position.dtype
         metric = gaussian_euclidean(inverse_mass_matrix)
-        step = velocity_verlet(logdensity_fn, metric)
         eps = jnp.asarray(step_size, dtype)
         threshold = jnp.asarray(divergence_threshold, dtype)
 
@@ -219,163 +389,8 @@ def build_kernel(
         velocity = metric.velocity(momentum)
         energy0 = (0.5 * jnp.dot(momentum, velocity) - state.logdensity).astype(dtype)
         z0 = IntegratorState(position, momentum, state.logdensity, state.logdensity_grad)
-
-        def empty_checkpoints() -> _Checkpoints:
-            vector_rows = jnp.zeros((2, num_rows) + momentum.shape, dtype)
-            return _Checkpoints(vector_rows, vector_rows, jnp.zeros((3, num_rows), dtype))
-
-        def leaf_step(sub: _Subtree, signed_eps: Array, key_subtree: Array) -> _Subtree:
-            """One leapfrog step, progressive sampling and the U-turn checks it completes."""
-            n = sub.leaf
-            previous_momentum, previous_velocity = sub.end.momentum, sub.end_velocity
-            new = step(sub.end, signed_eps)
-            v = metric.velocity(new.momentum)
-            energy = (0.5 * jnp.dot(new.momentum, v) - new.logdensity).astype(dtype)
-            finite = jnp.isfinite(energy) & jnp.all(jnp.isfinite(new.logdensity_grad))
-            energy = jnp.where(finite, energy, jnp.inf)
-            is_divergent = energy - energy0 > threshold
-            log_weight = energy0 - energy
-            accept_prob = jnp.exp(jnp.minimum(log_weight, 0.0))
-
-            # progressive uniform (multinomial) sampling within the subtree
-            log_sum_weight = jnp.logaddexp(sub.log_sum_weight, log_weight)
-            u = jax.random.uniform(jax.random.fold_in(key_subtree, n), (), dtype)
-            take = finite & (u < jnp.exp(log_weight - log_sum_weight))
-            proposal = jax.tree.map(
-                lambda a, b: jnp.where(take, a, b),
-                _Proposal(new.position, new.logdensity, new.logdensity_grad, energy),
-                sub.proposal,
-            )
-
-            # record leaf n in row popcount(n); the U-turn checks read rows below it (unchanged by the
-            # write) and, for the second half starting at n, the values written now
-            momentum_sum_before = sub.momentum_sum
-            momentum_sum = momentum_sum_before + new.momentum
-            row = _popcount(n)
-            ck = sub.checkpoints
-            d_vec = momentum_sum_before - previous_momentum
-            at_row = rows == row
-            # projections of the current momentum sum and velocity on the rows before the write
-            projections_ms = jnp.einsum("krd,d->kr", ck.velocities, momentum_sum)
-            projections_v = jnp.einsum("krd,d->kr", ck.sums, v)
-            v_ms = jnp.dot(v, momentum_sum)
-            v_s = jnp.dot(v, momentum_sum_before)
-            row_ms = jnp.stack([v_ms, jnp.dot(previous_velocity, momentum_sum)])
-            row_v = jnp.stack([v_s, jnp.dot(d_vec, v)])
-            # first half of the node whose second half starts at n (first leaf a = n - lowbit(n), in row - 1),
-            # extended by leaf n: v_a . (ms - s_a) = v_a . ms - v_a . s_a and v . (ms - s_a) (unused for n = 0)
-            below = jnp.maximum(row - 1, 0)
-            first_turning = ~(
-                (projections_ms[0, below] - ck.scalars[0, below] > 0) & (v_ms - projections_v[0, below] > 0)
-            )
-            scalars = jnp.stack([v_s, jnp.dot(previous_velocity, d_vec), first_turning.astype(dtype)])
-            # an exact zero computed from the projections: the rows are written after they are read, so XLA
-            # updates them in place instead of copying them at every leaf (the where keeps it finite, so 0 * it is 0)
-            read = projections_ms[0, 0] + projections_v[0, 0]
-            after = 0.0 * jnp.where(jnp.isfinite(read), read, 0.0)
-            velocities = jnp.where(
-                at_row[None, :, None], (jnp.stack([v, previous_velocity]) + after)[:, None, :], ck.velocities
-            )
-            sums = jnp.where(
-                at_row[None, :, None], (jnp.stack([momentum_sum_before, d_vec]) + after)[:, None, :], ck.sums
-            )
-            ck = _Checkpoints(velocities, sums, jnp.where(at_row[None, :], scalars[:, None], ck.scalars))
-            projections_ms = jnp.where(at_row[None, :], row_ms[:, None], projections_ms)
-            projections_v = jnp.where(at_row[None, :], row_v[:, None], projections_v)
-            first_momentum = jnp.where(n == 0, new.momentum, sub.first_momentum)
-
-            # U-turn checks of the nodes completed by leaf n (levels 1..trailing_ones(n)): node [a, n]
-            # with first leaf a in row_a = row - k and the first leaf c of its second half in row_a + 1
-            active = levels <= _trailing_ones(n)
-            row_a = jnp.maximum(row - levels, 0)
-            row_c = row_a + 1
-            keep_node = (projections_ms[0, row_a] - ck.scalars[0, row_a] > 0) & (v_ms - projections_v[0, row_a] > 0)
-            keep_second = (projections_ms[1, row_c] - ck.scalars[1, row_c] > 0) & (v_ms - projections_v[1, row_c] > 0)
-            turn_first = ck.scalars[2, row_c] > 0.5
-            is_turning = jnp.any(active & (~keep_node | ~keep_second | turn_first))
-
-            return _Subtree(
-                end=new,
-                end_velocity=v,
-                leaf=n + 1,
-                momentum_sum=momentum_sum,
-                proposal=proposal,
-                log_sum_weight=log_sum_weight,
-                checkpoints=ck,
-                first_momentum=first_momentum,
-                num_steps=sub.num_steps + 1,
-                sum_accept_prob=sub.sum_accept_prob + accept_prob,
-                is_divergent=is_divergent,
-                is_turning=is_turning,
-            )
-
-        def expand(traj: _Trajectory) -> _Trajectory:
-            """Build one subtree of depth ``traj.depth`` in a random direction and merge it."""
-            key_direction, key_subtree, key_accept = jax.random.split(
-                jax.random.fold_in(key_tree, traj.num_expansions), 3
-            )
-            forward = jax.random.bernoulli(key_direction)
-            pick = lambda a, b: jax.tree.map(lambda x, y: jnp.where(forward, x, y), a, b)  # noqa: E731
-            start, start_velocity = pick((traj.right, traj.right_velocity), (traj.left, traj.left_velocity))
-            far_velocity = jnp.where(forward, traj.left_velocity, traj.right_velocity)
-            signed_eps = jnp.where(forward, eps, -eps)
-            num_leaves = jnp.left_shift(jnp.int32(1), traj.depth)
-
-            sub = _Subtree(
-                end=start,
-                end_velocity=start_velocity,
-                leaf=jnp.int32(0),
-                momentum_sum=jnp.zeros_like(momentum),
-                proposal=traj.proposal,
-                log_sum_weight=jnp.asarray(-jnp.inf, dtype),
-                checkpoints=empty_checkpoints(),
-                first_momentum=jnp.zeros_like(momentum),
-                num_steps=traj.num_steps,
-                sum_accept_prob=traj.sum_accept_prob,
-                is_divergent=jnp.asarray(False),
-                is_turning=jnp.asarray(False),
-            )
-            sub = jax.lax.while_loop(
-                lambda s: (s.leaf < num_leaves) & ~s.is_divergent & ~s.is_turning,
-                lambda s: leaf_step(s, signed_eps, key_subtree),
-                sub,
-            )
-            valid = ~sub.is_divergent & ~sub.is_turning
-
-            # biased progressive sampling between the old trajectory and the new subtree
-            u = jax.random.uniform(key_accept, (), dtype)
-            take = valid & (u < jnp.exp(sub.log_sum_weight - traj.log_sum_weight))
-            proposal = jax.tree.map(lambda a, b: jnp.where(take, a, b), sub.proposal, traj.proposal)
-            log_sum_weight = jnp.where(
-                valid, jnp.logaddexp(traj.log_sum_weight, sub.log_sum_weight), traj.log_sum_weight
-            )
-
-            # U-turn checks on the merged trajectory (both ends, and each part extended across the boundary)
-            first_momentum, first_velocity = sub.first_momentum, sub.checkpoints.velocities[0, 0]
-            momentum_sum = traj.momentum_sum + sub.momentum_sum
-            turning = (
-                turning_from_velocities(far_velocity, sub.end_velocity, momentum_sum)
-                | turning_from_velocities(far_velocity, first_velocity, traj.momentum_sum + first_momentum)
-                | turning_from_velocities(start_velocity, sub.end_velocity, sub.momentum_sum + start.momentum)
-            )
-
-            left, left_velocity = pick((traj.left, traj.left_velocity), (sub.end, sub.end_velocity))
-            right, right_velocity = pick((sub.end, sub.end_velocity), (traj.right, traj.right_velocity))
-            return _Trajectory(
-                left=left,
-                left_velocity=left_velocity,
-                right=right,
-                right_velocity=right_velocity,
-                momentum_sum=momentum_sum,
-                proposal=proposal,
-                log_sum_weight=log_sum_weight,
-                depth=traj.depth + valid.astype(jnp.int32),
-                num_expansions=traj.num_expansions + 1,
-                num_steps=sub.num_steps,
-                sum_accept_prob=sub.sum_accept_prob,
-                is_divergent=sub.is_divergent,
-                is_turning=sub.is_turning | (valid & turning),
-            )
+        step = velocity_verlet(logdensity_fn, metric)
+        tr = _Transition(step, metric, eps, threshold, energy0, key_tree, rows, levels)
 
         traj = _Trajectory(
             left=z0,
@@ -394,7 +409,7 @@ def build_kernel(
         )
         traj = jax.lax.while_loop(
             lambda t: (t.num_expansions < max_tree_depth) & ~t.is_divergent & ~t.is_turning,
-            expand,
+            lambda t: _expand(tr, t),
             traj,
         )
 
@@ -411,3 +426,27 @@ def build_kernel(
         return new_state, info
 
     return kernel
+
+
+@functools.cache
+def sampler(max_tree_depth: int = 10, divergence_threshold: float = 1000.0) -> Sampler:
+    """NUTS as a :class:`~sigmabnn.mcmc.algorithm.Sampler` (default target 0.8).
+
+    The same settings give the same object (so the runner's compiled functions are reused).
+
+    Raises:
+        ValueError: if ``max_tree_depth < 1``.
+    """
+    nuts_kernel = build_kernel(max_tree_depth=int(max_tree_depth), divergence_threshold=divergence_threshold)
+
+    def step(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        new, info = nuts_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix)
+        return new, TransitionInfo(
+            info.acceptance_rate,
+            info.is_divergent,
+            info.energy,
+            jnp.asarray(info.num_integration_steps, jnp.int32),
+            jnp.asarray(info.tree_depth, jnp.int32),
+        )
+
+    return Sampler(init, step, one_step_acceptance(divergence_threshold), 0.8)

@@ -1,8 +1,12 @@
-"""A tiny progress bar for sampling runs: iterations, rate (it/s) and ETA on stderr.
+"""Progress of a long loop on stderr: a bar on a terminal, a few plain lines in a log.
 
 Updated from Python between jitted chunks of iterations (the chain itself
-runs inside ``lax.scan``). Silent when disabled or when the stream is not a
-terminal, so logs and CI output stay clean.
+runs inside ``lax.scan``). On a terminal it is a bar redrawn in place
+(iterations, rate, time left). Anywhere else (a batch job's log file, a pipe) a
+redrawn bar would be noise, so it writes whole lines instead: one when the run
+is :data:`ESTIMATE_FRACTION` done (elapsed time and an estimate of the time
+left), one when a phase ends (the description changes, e.g. from ``"warmup"``
+to ``"sample"``) and one when the run closes. Silent when disabled.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 import sys
 import time
 from typing import TextIO
+
+ESTIMATE_FRACTION = 0.1
+"""Share of the iterations after which a log (not a terminal) gets its estimate of the time left."""
 
 
 def _format_seconds(seconds: float) -> str:
@@ -22,13 +29,13 @@ def _format_seconds(seconds: float) -> str:
 
 
 class ProgressBar:
-    """Text progress bar ``desc |#####     | n/total  rate it/s  ETA mm:ss``.
+    """Text progress bar ``desc |#####     | n/total  rate it/s  ETA mm:ss``, or log lines off a terminal.
 
     Args:
         total: number of iterations expected (>= 0).
-        desc: label printed before the bar (e.g. ``"warmup"``).
-        enabled: ``False`` silences the bar; ``None``/``True`` show it only
-            when ``stream`` is a terminal.
+        desc: label printed before the bar (e.g. ``"warmup"``): the current phase.
+        enabled: ``False`` silences it; ``True`` draws the bar on a terminal and writes log
+            lines (module docstring) elsewhere; ``None`` draws the bar on a terminal only.
         stream: where to write (default ``sys.stderr``).
         width: bar width in characters.
     """
@@ -41,26 +48,44 @@ class ProgressBar:
         self.stream = stream if stream is not None else sys.stderr
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.enabled = bool(enabled is not False and is_tty)
+        self.logging = bool(enabled is True and not is_tty)
         self.width = width
         self.count = 0
         self._start = time.perf_counter()
         self._closed = False
+        self._estimated = False
 
     def set_description(self, desc: str) -> None:
-        """Change the label (e.g. from ``"warmup"`` to ``"sample"``)."""
+        """Change the label (e.g. from ``"warmup"`` to ``"sample"``): in a log, the end of a phase."""
+        if self.logging and desc != self.desc and not self._closed:
+            self._log(f"{self.desc or 'run'} done at {self.count}/{self.total}")
         self.desc = desc
         self._draw()
 
     def update(self, n: int = 1) -> None:
         """Advance by ``n`` iterations and redraw."""
         self.count = min(self.count + int(n), self.total) if self.total else self.count + int(n)
+        if self.logging and not self._estimated and self.count >= max(1, ESTIMATE_FRACTION * self.total):
+            self._estimated = True
+            self._log(f"{self.desc or 'run'} at {self.count}/{self.total}")
         self._draw()
 
-    def line(self) -> str:
-        """The current bar as a string (without carriage return)."""
+    def _remaining(self) -> tuple[float, float, float]:
+        """Elapsed seconds, rate (iterations per second) and estimated seconds left."""
         elapsed = time.perf_counter() - self._start
         rate = self.count / elapsed if elapsed > 0 else float("nan")
         remaining = (self.total - self.count) / rate if rate and rate == rate and rate > 0 else float("nan")
+        return elapsed, rate, remaining
+
+    def _log(self, what: str) -> None:
+        elapsed, _, remaining = self._remaining()
+        left = "" if self.count >= self.total else f", about {_format_seconds(remaining)} left"
+        self.stream.write(f"{what} iterations: {_format_seconds(elapsed)} elapsed{left}\n")
+        self.stream.flush()
+
+    def line(self) -> str:
+        """The current bar as a string (without carriage return)."""
+        _, rate, remaining = self._remaining()
         frac = self.count / self.total if self.total else 1.0
         filled = int(round(frac * self.width))
         bar = "#" * filled + " " * (self.width - filled)
@@ -75,11 +100,13 @@ class ProgressBar:
         self.stream.flush()
 
     def close(self) -> None:
-        """Finish the line (newline) once."""
+        """Finish the line (newline) once; in a log, the line of the last phase."""
         if self.enabled and not self._closed:
             self._draw()
             self.stream.write("\n")
             self.stream.flush()
+        if self.logging and not self._closed:
+            self._log(f"{self.desc or 'run'} done at {self.count}/{self.total}")
         self._closed = True
 
     def __enter__(self) -> ProgressBar:

@@ -175,7 +175,7 @@ class StudentT:
     Gaussian scale mixture ``y_i ~ N(f_i, 1 / (tau w_i))``, ``w_i ~ Gamma(df / 2, rate df / 2)``
     (Andrews and Mallows 1974; Gelman et al., *Bayesian Data Analysis*, 3rd ed., sec. 17.2).
     The scale-mixture form makes ``tau`` conditionally conjugate given the latent weights ``w``,
-    so it is Gibbs-sampled like the Gaussian's precision (:mod:`sigmabnn.mcmc.gibbs`); the
+    so it is Gibbs-sampled like the Gaussian's precision (:mod:`sigmabnn.train.gibbs`); the
     weights are drawn there and never stored. Heavy tails let a fit leave a few hard points
     (near amplitude cancellations, say) outside the bulk instead of bending the whole surface
     towards them, and make predictive intervals narrower in the bulk and wider in the tail than

@@ -4,7 +4,7 @@
 zero-mean Gaussians on every kernel and bias entry, with a *precision*
 (inverse variance) per layer, ``weight_precision[l]`` for the kernel of layer
 ``l`` and ``bias_precision[l]`` for its bias. The precisions may be fixed or
-resampled by Gibbs updates (:mod:`sigmabnn.mcmc.gibbs`); in both cases they
+resampled by Gibbs updates (:mod:`sigmabnn.train.gibbs`); in both cases they
 are passed in explicitly as arrays of shape ``[num_layers]``.
 """
 

@@ -26,6 +26,7 @@ from sigmabnn.map import MAPConfig
 from sigmabnn.names import STUDENT_T_LIKELIHOODS
 from sigmabnn.physics.amplitude_features import recommended_features
 from sigmabnn.physics.processes import Process, parse_process, process_features
+from sigmabnn.predict import mixture_cdf
 
 __all__ = [
     "COVERAGE_LEVELS",
@@ -399,6 +400,4 @@ def student_t_pit(mu: np.ndarray, scale: np.ndarray, df: float, y: np.ndarray) -
         ``[n]`` values in [0, 1]; a calibrated model gives uniform values, and the fraction of
         them in ``[(1 - p) / 2, (1 + p) / 2]`` is the coverage of the central ``p`` interval.
     """
-    from sigmabnn.predict import mixture_cdf
-
     return np.asarray(mixture_cdf(mu, scale, np.asarray(y)[None, :], df))

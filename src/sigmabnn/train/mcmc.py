@@ -9,13 +9,14 @@ call:
 2. when the noise precision is learnt, its initial value is estimated from
    the MAP residuals (the mean of its Gibbs conditional, pooled over chains;
    for Student-t noise the maximum-likelihood scale, see
-   :func:`sigmabnn.mcmc.gibbs.initial_noise_precision`);
-3. :func:`sigmabnn.mcmc.run.sample`: windowed warm-up and sampling with the
-   chosen kernel, with conjugate Gibbs updates of the precisions
-   (:mod:`sigmabnn.mcmc.gibbs`) after every weight update when any are learnt.
+   :func:`sigmabnn.train.gibbs.initial_noise_precision`);
+3. :func:`sigmabnn.mcmc.run.sample`: warm-up and sampling with the kernel's
+   sampling algorithm (:func:`sigmabnn.mcmc.registry.make_algorithm`, the one place
+   the kernel's name is read), with conjugate Gibbs updates of the precisions
+   (:mod:`sigmabnn.train.gibbs`) after every weight update when any are learnt.
 
 With a ``checkpoint`` (:class:`sigmabnn.io.checkpoint.Checkpoint`, or any
-:class:`~sigmabnn.mcmc.run.RunStore` with ``save_arrays``/``load_arrays``)
+:class:`~sigmabnn.mcmc.store.RunStore` with ``save_arrays``/``load_arrays``)
 the MAP starts and the initial hyperparameters are saved once computed, and
 the runner streams its draws there and commits after every chunk; calling
 :func:`fit_mcmc` again with the same arguments and that checkpoint resumes the
@@ -34,12 +35,15 @@ import numpy as np
 
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_map
-from sigmabnn.mcmc.gibbs import NOISE_LIKELIHOODS, HyperPrior, initial_noise_precision, make_gibbs_fn
+from sigmabnn.mcmc.algorithm import SamplingAlgorithm
+from sigmabnn.mcmc.registry import make_algorithm
+from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
+from sigmabnn.train.gibbs import NOISE_LIKELIHOODS, HyperPrior, initial_noise_precision, make_gibbs_fn
 
 Array = jax.Array
 
-__all__ = ["MCMCConfig", "TrainInfo", "default_config", "fit_mcmc"]
+__all__ = ["MCMCConfig", "TrainInfo", "algorithm_for", "default_config", "fit_mcmc", "run_config_for"]
 
 
 class MCMCConfig(NamedTuple):
@@ -47,7 +51,7 @@ class MCMCConfig(NamedTuple):
 
     Attributes:
         kernel: ``"nuts"``, ``"hmc"``, ``"chees"`` or ``"mh"``. ``"chees"`` is ChEES-HMC
-            (:mod:`sigmabnn.mcmc.chees`): all chains share one jittered trajectory length,
+            (:func:`sigmabnn.mcmc.chees.algorithm`): all chains share one jittered trajectory length,
             adapted during warm-up; it needs starts near the posterior, which the MAP
             pretraining gives (``map`` not ``None`` or ``initial_positions``).
         num_chains: independent chains, each from its own MAP start.
@@ -147,6 +151,25 @@ def default_config(n_data: int, num_params: int) -> MCMCConfig:
     return MCMCConfig(num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
 
 
+def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
+    """The sampling algorithm ``config`` names, with its kernel and adaptation settings."""
+    return make_algorithm(
+        config.kernel,
+        target_accept=config.target_accept,
+        dense_mass=config.dense_mass,
+        max_tree_depth=config.max_tree_depth,
+        num_integration_steps=config.num_integration_steps,
+        random_direction=config.random_direction,
+    )
+
+
+def run_config_for(config: MCMCConfig, chunk_size: int = 50) -> RunConfig:
+    """The runner's settings for ``config`` (Stan's default windows, chains split over the devices)."""
+    return RunConfig(
+        num_warmup=config.num_warmup, num_samples=config.num_samples, thin=config.thin, chunk_size=chunk_size
+    )
+
+
 def _resolve_learn_noise(bnn: BNN, learn_noise: bool | None) -> bool:
     if learn_noise is None:
         return bool(getattr(bnn.likelihood, "learn_precision", False)) and bnn.likelihood.name in NOISE_LIKELIHOODS
@@ -209,11 +232,11 @@ def fit_mcmc(
     Raises:
         ValueError: invalid settings (one-line message).
     """
-    from sigmabnn.mcmc.run import sample  # the runner pulls in the kernels
-
     config = MCMCConfig() if config is None else config
     if int(config.num_chains) < 1:
         raise ValueError(f"num_chains must be >= 1, got {config.num_chains}")
+    algorithm = algorithm_for(config)
+    run_config = run_config_for(config, chunk_size)
     learn_noise = _resolve_learn_noise(bnn, config.learn_noise)
     learn_prior = bool(config.learn_prior)
     gibbs_fn = (
@@ -250,24 +273,16 @@ def fit_mcmc(
 
     result = sample(
         key_sample,
+        algorithm,
         make_logdensity(bnn, data),
         positions,
         hyper,
-        kernel=config.kernel,
-        num_warmup=config.num_warmup,
-        num_samples=config.num_samples,
-        thin=config.thin,
-        target_accept=config.target_accept,
-        dense_mass=config.dense_mass,
-        max_tree_depth=config.max_tree_depth,
-        num_integration_steps=config.num_integration_steps,
-        random_direction=config.random_direction,
+        run_config,
         gibbs_fn=gibbs_fn,
-        progress=progress,
-        chunk_size=chunk_size,
         store=checkpoint,
+        progress=progress,
     )
-    draws = jax.block_until_ready(result.draws)
+    draws = jax.block_until_ready(PosteriorDraws(positions=result.positions, hyper=result.hyper))
     t_end = time.perf_counter()
 
     num_iterations = int(config.num_warmup) + int(config.num_samples) * int(config.thin)

@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from sigmabnn.mcmc.gibbs import HyperPrior, make_gibbs_fn
 from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, Hyperparameters, parse_architecture
 from sigmabnn.model.mlp import flatten, init_params
+from sigmabnn.train.gibbs import HyperPrior, make_gibbs_fn
 
 ALPHA_W, ALPHA_B = 0.5, 0.25
 HP = HyperPrior(noise_shape=2.0, noise_rate=0.5, weight_shape=1.5, weight_rate=0.7, bias_shape=3.0, bias_rate=2.0)
@@ -194,7 +194,8 @@ def test_joint_gibbs_catches_a_wrong_update():
 @pytest.mark.slow
 def test_nuts_within_gibbs_matches_exact_posterior():
     """Runner: NUTS on theta alternating with gibbs_fn on lambda; marginals match the exact posterior."""
-    from sigmabnn.mcmc.run import sample
+    from sigmabnn.mcmc.registry import make_algorithm
+    from sigmabnn.mcmc.run import RunConfig, sample
     from sigmabnn.model import make_logdensity
 
     bnn, data = linear_problem()
@@ -203,20 +204,19 @@ def test_nuts_within_gibbs_matches_exact_posterior():
     num_chains = 4
     result = sample(
         jax.random.PRNGKey(7),
+        make_algorithm("nuts"),
         make_logdensity(bnn, data),
         jnp.zeros((num_chains, 4)),
         bnn.default_hyperparameters(),
-        kernel="nuts",
-        num_warmup=500,
-        num_samples=1500,
+        RunConfig(num_warmup=500, num_samples=1500),
         gibbs_fn=gibbs,
         progress=False,
     )
-    lams = np.asarray(result.draws.hyper.noise_precision)
-    thetas = np.asarray(result.draws.positions)
+    lams = np.asarray(result.hyper.noise_precision)
+    thetas = np.asarray(result.positions)
     assert lams.shape == (num_chains, 1500) and thetas.shape == (num_chains, 1500, 4)
     assert_mc_close(lams, lam_mean, lam_var)
     for i in range(th_mean.size):
         assert_mc_close(thetas[..., i], th_mean[i], th_var[i])
-    np.testing.assert_allclose(np.asarray(result.draws.hyper.weight_precision), ALPHA_W)  # fixed prior untouched
-    assert isinstance(result.draws.hyper, Hyperparameters)
+    np.testing.assert_allclose(np.asarray(result.hyper.weight_precision), ALPHA_W)  # fixed prior untouched
+    assert isinstance(result.hyper, Hyperparameters)

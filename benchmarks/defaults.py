@@ -1,0 +1,1250 @@
+"""The defaults of ``sigmabnn train DATA --target y``, measured on a battery of tables (issue 29).
+
+Per table and method, one *cell*: train, then score on held-out rows. Every cell runs in a
+fresh subprocess (``python benchmarks/defaults.py --cell JSON``), so its wall time includes JAX's
+compilation as a user's first run does; the child times the fit only, scores the model
+(untimed) and prints one JSON line, which the parent records with the load average (1 min) at
+the cell's start and end and the child's peak resident memory (``os.wait4``'s ``ru_maxrss``). A
+cell over ``--timeout`` (default 20 min) is killed and recorded as ``timeout`` with its elapsed
+time; a cell whose fit raises is recorded as ``failed`` with a one-line ``error``. Results are
+written (atomically, JSON and the Markdown generated from it) after every cell; a rerun skips the
+cells already recorded (``--force`` reruns them), so a long run can be interrupted and resumed.
+
+Phases:
+
+- ``--phase validate``: each table's *training* rows are split (seeded, 80/20) into fit rows and
+  validation rows; each candidate is trained on the fit rows and scored on the validation rows.
+  Test rows are never read. ``results/defaults_validation.{json,md}``.
+- ``--phase test``: each method is trained on the table's training rows and scored once on its
+  test rows. ``results/defaults.{json,md}`` (the goals of the issue are checked there).
+- ``--phase scaling``: the library's default on synthetic 10-input tables of 1,000, 10,000 and
+  100,000 rows: wall time and peak memory per row count (records in ``results/defaults.json``,
+  a section of ``defaults.md``).
+
+What a method gets: the rows to train on, as a CSV file given to
+``sigmabnn.api.fit(path, "y", **kwargs)`` as a user would give theirs (``sigmabnn train DATA
+--target y``): the library splits them itself as it does for any user (its default split).
+``kwargs`` come from :data:`ENTRIES`, one table of named entries (methods and candidates alike):
+a dict of keyword arguments of ``fit``, or a function of the table's size returning one
+(``previous-default``). Tables with a log target (the cross section) add ``log_target=True`` to
+every method. ``numpyro`` is NumPyro's NUTS on the BNN of NumPyro's own BNN example
+(:func:`numpyro_model`), trained on all the rows given.
+
+Usage (from the repository root)::
+
+    python benchmarks/defaults.py --phase validate                # candidates on validation rows
+    python benchmarks/defaults.py --phase validate --candidates chees-map,nuts-d6-short --tables lin2d-120
+    python benchmarks/defaults.py --phase test                    # sigmabnn, previous-default, ensemble, numpyro
+    python benchmarks/defaults.py --phase scaling
+    python benchmarks/defaults.py --phase test --smoke --tables sin1d-100,lin2d-120   # pipeline check, in /tmp
+    python benchmarks/defaults.py --phase test --table-only       # regenerate defaults.md from defaults.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = Path(__file__).resolve()
+SMOKE_DIR = Path(tempfile.gettempdir()) / "sigmabnn_defaults_smoke"
+LOG_DIR = Path(tempfile.gettempdir()) / "sigmabnn_defaults_logs"
+#: Seed of every synthetic table (each table mixes in a hash of its name) and of the validation split.
+SEED = 29
+#: Share of a table's training rows the validation phase holds out to score candidates.
+VALIDATION_FRACTION = 0.2
+#: Test rows of every synthetic table.
+SYNTHETIC_TEST_ROWS = 2000
+#: Default wall-time cap of one cell (s).
+DEFAULT_TIMEOUT = 20 * 60.0
+#: Central interval levels whose coverage is reported, and the goal's tolerance (absolute).
+LEVELS = (0.68, 0.95)
+COVERAGE_TOLERANCE = 0.03
+#: NumPyro must be at least this many times slower than the library's default (goal d).
+SPEEDUP_GOAL = 5.0
+#: The hidden widths of sigmabnn's default network, used for the NumPyro model too.
+HIDDEN = (20, 20)
+PHASES = ("validate", "test", "scaling")
+
+# --------------------------------------------------------------------------- tables
+
+
+class Table(NamedTuple):
+    """A regression table: training and test rows (DataFrames; target column ``y``)."""
+
+    name: str
+    train: Any
+    test: Any  # None when not read (validation phase)
+    log_target: bool
+
+
+def _rng(name: str) -> np.random.Generator:
+    return np.random.default_rng([SEED, zlib.crc32(name.encode())])
+
+
+def _frame(x: np.ndarray, y: np.ndarray):
+    import pandas as pd
+
+    df = pd.DataFrame(x, columns=[f"x{j}" for j in range(x.shape[1])])
+    df["y"] = y
+    return df
+
+
+def _friedman(x: np.ndarray) -> np.ndarray:
+    return 10 * np.sin(np.pi * x[:, 0] * x[:, 1]) + 20 * (x[:, 2] - 0.5) ** 2 + 10 * x[:, 3] + 5 * x[:, 4]
+
+
+def _uniform(low: float, high: float, p: int) -> Callable[[np.random.Generator, int], np.ndarray]:
+    return lambda rng, n: rng.uniform(low, high, size=(n, p))
+
+
+def _gauss(std: float) -> Callable[[np.random.Generator, np.ndarray], np.ndarray]:
+    return lambda rng, x: std * rng.standard_normal(x.shape[0])
+
+
+class Synthetic(NamedTuple):
+    """A synthetic table: ``n`` training rows of inputs ``draw_x``, target ``f(x)`` plus ``noise``."""
+
+    n: int
+    draw_x: Callable[[np.random.Generator, int], np.ndarray]
+    f: Callable[[np.ndarray], np.ndarray]
+    noise: Callable[[np.random.Generator, np.ndarray], np.ndarray]
+    description: str
+
+
+SYNTHETIC: dict[str, Synthetic] = {
+    "sin1d-100": Synthetic(
+        100, _uniform(-2, 2, 1), lambda x: np.sin(3 * x[:, 0]) + x[:, 0] / 2, _gauss(0.1),
+        "y = sin(3x) + x/2 + N(0, 0.1^2), x ~ U[-2, 2]",
+    ),
+    "lin2d-120": Synthetic(
+        120, _uniform(-1, 1, 2), lambda x: 2 * x[:, 0] - x[:, 1], _gauss(0.1),
+        "y = 2a - b + N(0, 0.1^2), a, b ~ U[-1, 1] (the issue's table)",
+    ),
+    "smooth6d-300": Synthetic(
+        300, _uniform(-1, 1, 6),
+        lambda x: np.sin(2 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.5 * np.cos(3 * x[:, 3]) + 0.3 * x[:, 4] ** 2
+        - 0.2 * x[:, 5],
+        _gauss(0.1),
+        "y = sin(2 x0) + x1 x2 + 0.5 cos(3 x3) + 0.3 x4^2 - 0.2 x5 + N(0, 0.1^2), x ~ U[-1, 1]^6",
+    ),
+    "steep6d-300": Synthetic(
+        300, _uniform(-1, 1, 6), lambda x: 0.05 + 50 * np.exp(4 * (x[:, 0] - 1)) * (1 + 0.1 * x[:, 1]), _gauss(0.05),
+        "y = 0.05 + 50 exp(4 (x0 - 1)) (1 + 0.1 x1) + N(0, 0.05^2), x ~ U[-1, 1]^6 (3 decades)",
+    ),
+    "hetero2d-1000": Synthetic(
+        1000, _uniform(-1, 1, 2), lambda x: np.sin(2 * x[:, 0]) + 0.5 * x[:, 1],
+        lambda rng, x: (0.05 + 0.3 * np.abs(x[:, 0])) * rng.standard_normal(x.shape[0]),
+        "y = sin(2a) + b/2 + N(0, (0.05 + 0.3 |a|)^2), a, b ~ U[-1, 1]",
+    ),
+    "friedman10d-2000": Synthetic(
+        2000, _uniform(0, 1, 10), _friedman, _gauss(1.0), "Friedman #1: 5 informative inputs of 10, N(0, 1) noise"
+    ),
+    "student10d-2000": Synthetic(
+        2000, _uniform(0, 1, 10), _friedman, lambda rng, x: rng.standard_t(3, size=x.shape[0]),
+        "Friedman #1 (10 inputs) with Student-t noise, 3 degrees of freedom",
+    ),
+    "friedman10d-10000": Synthetic(10000, _uniform(0, 1, 10), _friedman, _gauss(1.0), "Friedman #1, 10 inputs"),
+    "friedman20d-20000": Synthetic(
+        20000, _uniform(0, 1, 20), _friedman, _gauss(1.0), "Friedman #1 plus 15 irrelevant inputs (20 inputs)"
+    ),
+}  # fmt: skip
+#: The scaling phase's tables: Friedman #1 on 10 inputs at three row counts.
+SCALING: dict[str, Synthetic] = {
+    f"scaling10d-{n}": Synthetic(n, _uniform(0, 1, 10), _friedman, _gauss(1.0), f"Friedman #1, 10 inputs, {n} rows")
+    for n in (1000, 10000, 100000)
+}
+UCI_TABLES = ("bostonHousing", "energy", "wine-quality-red", "kin8nm", "power-plant")
+EWINO_TABLE = "ewino-chi1chi1"
+EWINO_TARGET = "nlo_1000022_1000022"
+BATTERY = (*SYNTHETIC, *UCI_TABLES, EWINO_TABLE)
+
+
+def shared_data_dir() -> Path:
+    env = os.environ.get("SIGMABNN_SHARED")
+    return (Path(env) if env else REPO.parent / "shared") / "data"
+
+
+def needs_shared(name: str) -> bool:
+    return name in UCI_TABLES
+
+
+def synthetic_table(name: str, with_test: bool = True) -> Table:
+    """A synthetic table: training rows, then (independently, from the same stream) test rows."""
+    spec = {**SYNTHETIC, **SCALING}[name]
+    rng = _rng(name)
+
+    def rows(n: int):
+        x = spec.draw_x(rng, n)
+        return _frame(x, spec.f(x) + spec.noise(rng, x))
+
+    train = rows(spec.n)
+    return Table(name, train, rows(SYNTHETIC_TEST_ROWS) if with_test else None, False)
+
+
+def uci_table(name: str, with_test: bool = True, root: Path | None = None) -> Table:
+    """Split 0 of a UCI data set: inputs ``x0..``, target ``y``; the published split files index rows."""
+    from uci import load_dataset
+
+    data = load_dataset(root or shared_data_dir() / "uci", name)
+    train, test = data.train_index[0], data.test_index[0]
+    return Table(
+        name, _frame(data.x[train], data.y[train]), _frame(data.x[test], data.y[test]) if with_test else None, False
+    )
+
+
+def ewino_table(with_test: bool = True) -> Table:
+    """p p -> chi1 chi1 (built-in data): the thesis's five inputs, target the NLO cross section (log target).
+
+    Training rows: ``split`` train and val; test rows: ``split`` test; rows where Prospino failed are dropped.
+    """
+    from sigmabnn.datasets import THESIS_FEATURES, load_ewino
+
+    df = load_ewino()
+    df = df[np.isfinite(df[EWINO_TARGET]) & (df[EWINO_TARGET] > 0)]
+    table = df[[*THESIS_FEATURES, EWINO_TARGET]].rename(columns={EWINO_TARGET: "y"})
+    train = table[df["split"].isin(["train", "val"])].reset_index(drop=True)
+    test = table[df["split"] == "test"].reset_index(drop=True) if with_test else None
+    return Table(EWINO_TABLE, train, test, True)
+
+
+def load_table(name: str, with_test: bool = True) -> Table:
+    if name in SYNTHETIC or name in SCALING:
+        return synthetic_table(name, with_test)
+    if name in UCI_TABLES:
+        return uci_table(name, with_test)
+    if name == EWINO_TABLE:
+        return ewino_table(with_test)
+    raise ValueError(f"unknown table {name!r}; choose from {', '.join((*BATTERY, *SCALING))}")
+
+
+def validation_split(train: Any, seed: int = SEED) -> tuple[Any, Any]:
+    """A table's training rows, split (seeded) into fit rows (80 %) and validation rows (20 %)."""
+    n = len(train)
+    order = np.random.default_rng([seed, n]).permutation(n)
+    n_val = max(1, round(VALIDATION_FRACTION * n))
+    val, fit = np.sort(order[:n_val]), np.sort(order[n_val:])
+    return train.iloc[fit].reset_index(drop=True), train.iloc[val].reset_index(drop=True)
+
+
+def phase_rows(table: Table, phase: str) -> tuple[Any, Any]:
+    """``(rows to train on, rows to score on)`` of a phase."""
+    if phase == "validate":
+        return validation_split(table.train)
+    return table.train, table.test
+
+
+# --------------------------------------------------------------------------- methods and candidates
+
+
+def default_num_params(num_features: int, hidden: Sequence[int] = HIDDEN) -> int:
+    """Parameters of the default ``P-20-20-1`` network (kernels and biases)."""
+    widths = (num_features, *hidden, 1)
+    return sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))
+
+
+def previous_warmup(num_params: int) -> int:
+    """Today's warm-up rule (``sigmabnn.train.default_config``): 500 below 200 parameters, 1000 below 2000,
+    else 1500."""
+    return 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
+
+
+#: Today's MAP pretraining (every MAPConfig field, so the entry does not follow the library's changes).
+PREVIOUS_MAP = {
+    "learning_rate": 1e-2, "num_steps": 2000, "num_epochs": None, "batch_size": None, "patience": 200,
+    "eval_every": 50, "init": "glorot", "max_retries": 5, "final_learning_rate": None, "lbfgs_steps": 0,
+    "lbfgs_memory": 10,
+}  # fmt: skip
+#: The random split fit makes of a table without a split column, today (the rows the sampler trains on: 80 %).
+PREVIOUS_SPLIT = (0.8, 0.1, 0.1)
+
+
+def previous_map(n_train: int) -> dict[str, Any]:
+    """Today's MAP rule: full batch up to 20,000 training rows, else minibatches of 1024 for ~2000 steps."""
+    if n_train <= 20_000:
+        return dict(PREVIOUS_MAP)
+    return PREVIOUS_MAP | {"num_epochs": max(10, math.ceil(2000 * 1024 / n_train)), "batch_size": 1024}
+
+
+def previous_default(num_features: int, n_train: int) -> dict[str, Any]:
+    """Explicit options reproducing the default of ``fit`` before issue 29 (NUTS, 4 chains x 250 draws, depth 10).
+
+    ``n_train``: the rows the sampler trains on (the training part of fit's own split of the table).
+    """
+    return {
+        "method": "nuts",
+        "architecture": "-".join(str(w) for w in (num_features, *HIDDEN, 1)),
+        "activation": "tanh",
+        "split": list(PREVIOUS_SPLIT),
+        "seed": 0,
+        "num_chains": 4,
+        "num_warmup": previous_warmup(default_num_params(num_features)),
+        "num_samples": 250,
+        "thin": 1,
+        "learn_noise": True,
+        "noise_precision": 100.0,
+        "likelihood": "gaussian",
+        "dtype": "float64",
+        "recalibrate": False,
+        "target_accept": None,
+        "max_tree_depth": 10,
+        "num_integration_steps": 32,
+        "random_direction": False,
+        "dense_mass": False,
+        "learn_prior": False,
+        "noise_from_map": True,
+        "map": previous_map(n_train),
+    }
+
+
+NUMPYRO = "numpyro"
+#: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
+#: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
+ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
+    "sigmabnn": {},  # fit(path, "y"): the library's default, whatever it is when the script runs
+    "previous-default": previous_default,
+    "ensemble": {"method": "ensemble"},
+    NUMPYRO: NUMPYRO,
+    "chees-map": {"method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 250, "num_chains": 4},
+    "chees-map-8x125": {"method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8},
+    "nuts-d6-short": {"method": "nuts", "max_tree_depth": 6, "num_warmup": 300, "num_samples": 250},
+    "nuts-d6-16x64": {"method": "nuts", "max_tree_depth": 6, "num_warmup": 200, "num_samples": 64, "num_chains": 16},
+    "chees-map-recal": {
+        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 250, "num_chains": 4,
+        "recalibrate": True,
+    },
+}  # fmt: skip
+TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
+CANDIDATES = ("chees-map", "chees-map-8x125", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal")
+VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
+SCALING_METHODS = ("sigmabnn",)
+DEFAULT_METHODS = {"validate": VALIDATE_METHODS, "test": TEST_METHODS, "scaling": SCALING_METHODS}
+DEFAULT_TABLES = {"validate": BATTERY, "test": BATTERY, "scaling": tuple(SCALING)}
+
+#: NumPyro's settings: its BNN example's NUTS run (one chain, 1,000 warm-up, 2,000 draws, NUTS defaults).
+NUMPYRO_SETTINGS = {
+    "num_warmup": 1000,
+    "num_samples": 2000,
+    "num_chains": 1,
+    "max_tree_depth": 10,
+    "target_accept_prob": 0.8,
+    "hidden": list(HIDDEN),
+    "constant_input": True,
+}
+#: --smoke budgets: a few dozen iterations, to check the pipeline (results meaningless).
+SMOKE_MCMC = {"num_warmup": 20, "num_samples": 10, "map": {"num_steps": 50, "patience": None}}
+SMOKE_ENSEMBLE = {"num_steps": 50, "patience": None}
+SMOKE_VI = {"num_steps": 50}
+SMOKE_NUMPYRO = {"num_warmup": 20, "num_samples": 20, "max_tree_depth": 5}
+
+
+def library_default_method() -> str:
+    import inspect
+
+    from sigmabnn import api
+
+    return str(inspect.signature(api.fit).parameters["method"].default)
+
+
+def fit_kwargs(name: str, num_features: int, n_train: int, log_target: bool, smoke: bool = False) -> dict[str, Any]:
+    """The fit options of entry ``name`` for a table (``log_target`` added for a log target; smoke budgets)."""
+    entry = ENTRIES[name]
+    if entry == NUMPYRO:
+        raise ValueError("numpyro is not a fit entry")
+    kwargs = dict(entry(num_features, n_train) if callable(entry) else entry)
+    if log_target:
+        kwargs["log_target"] = True
+    if smoke:
+        method = kwargs.get("method") or library_default_method()
+        if method == "ensemble":
+            kwargs |= SMOKE_ENSEMBLE
+        elif method in ("bbb", "flipout"):
+            kwargs |= SMOKE_VI
+        else:
+            kwargs |= SMOKE_MCMC | {"map": {**(kwargs.get("map") or {}), **SMOKE_MCMC["map"]}}
+            kwargs["max_tree_depth"] = min(int(kwargs.get("max_tree_depth", 5)), 5)
+            kwargs["num_chains"] = min(int(kwargs.get("num_chains", 2)), 2)
+    return kwargs
+
+
+def internal_train_rows(df: Any, log_target: bool, split: Sequence[float] = PREVIOUS_SPLIT) -> int:
+    """Rows fit trains on when given ``df`` without a split column (its random split, seed 0)."""
+    from sigmabnn.data.tables import prepare
+
+    return int(prepare(df, "y", split_fractions=split, seed=0, log_target=log_target).train.n)
+
+
+# --------------------------------------------------------------------------- NumPyro's BNN
+
+
+def numpyro_model(x, y=None, hidden: Sequence[int] = HIDDEN):
+    """The BNN of NumPyro's BNN example: tanh MLP, no biases, N(0, 1) weights, precision ~ Gamma(3, 1).
+
+    ``x`` ``[n, p]`` standardised inputs (plus the constant column, see :func:`numpyro_inputs`),
+    ``y`` ``[n]`` standardised target. Written from the example's description.
+    """
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    widths = (x.shape[1], *hidden, 1)
+    h = x
+    for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+        w = numpyro.sample(f"w{i + 1}", dist.Normal(jnp.zeros((a, b)), jnp.ones((a, b))).to_event(2))
+        h = h @ w
+        if i < len(widths) - 2:
+            h = jnp.tanh(h)
+    prec = numpyro.sample("prec_obs", dist.Gamma(3.0, 1.0))
+    numpyro.sample("y", dist.Normal(h[:, 0], 1.0 / jnp.sqrt(prec)), obs=y)
+
+
+def numpyro_inputs(x: np.ndarray, mean: np.ndarray, std: np.ndarray, constant: bool = True) -> np.ndarray:
+    """Standardised inputs; with ``constant`` a column of ones appended.
+
+    The example's design matrix holds the powers ``x^0, x^1, x^2``: its ``x^0`` column is what
+    gives its first layer an offset (its layers have no biases; without it the network would be
+    an odd function of the inputs).
+    """
+    z = (np.asarray(x, np.float64) - mean) / std
+    return np.concatenate([z, np.ones((z.shape[0], 1))], axis=1) if constant else z
+
+
+def network_outputs(samples: dict[str, np.ndarray], z: np.ndarray, chunk: int = 200) -> np.ndarray:
+    """``[S, n]`` outputs of every drawn network at inputs ``z`` (float64)."""
+    names = sorted((k for k in samples if k.startswith("w")), key=lambda k: int(k[1:]))
+    ws = [np.asarray(samples[k], np.float64) for k in names]
+    out = []
+    for s in range(0, ws[0].shape[0], chunk):
+        h = np.broadcast_to(z, (min(chunk, ws[0].shape[0] - s), *z.shape))
+        for i, w in enumerate(ws):
+            h = h @ w[s : s + chunk]
+            if i < len(ws) - 1:
+                h = np.tanh(h)
+        out.append(h[..., 0])
+    return np.concatenate(out)
+
+
+def _normal_cdf(z: np.ndarray) -> np.ndarray:
+    from scipy.special import ndtr
+
+    return ndtr(z)
+
+
+def mixture_scores(y: np.ndarray, m: np.ndarray, v: np.ndarray, log_target: bool, levels=LEVELS) -> dict[str, float]:
+    """RMSE, mean log predictive density and central-interval coverage of an equal mixture of Gaussians.
+
+    ``m``, ``v`` ``[S, n]``: each component's mean and variance in the log space of the target
+    (``log10 y`` for a log target, else ``y``) in original units. The density of ``y`` in original
+    units (``- log(y ln 10)`` for a log target); the predictive mean in original units (log-normal
+    components: ``exp(a m + a^2 v / 2)``, ``a = ln 10``). The central interval at level ``L`` holds
+    ``y`` iff the mixture CDF at ``y`` lies in ``[(1 - L)/2, (1 + L)/2]`` (the CDF is continuous
+    and strictly increasing), so coverage needs no quantiles.
+    """
+    y = np.asarray(y, np.float64)
+    u = np.log10(y) if log_target else y
+    m, v = np.asarray(m, np.float64), np.asarray(v, np.float64)
+    logp = -0.5 * (u - m) ** 2 / v - 0.5 * np.log(2 * math.pi * v)
+    top = logp.max(axis=0)
+    lpd = top + np.log(np.mean(np.exp(logp - top), axis=0))
+    if log_target:
+        a = math.log(10.0)
+        lpd = lpd - np.log(y * a)
+        mean = np.mean(np.exp(a * m + 0.5 * a * a * v), axis=0)
+    else:
+        mean = m.mean(axis=0)
+    pit = np.mean(_normal_cdf((u - m) / np.sqrt(v)), axis=0)
+    out = {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "test_ll": float(np.mean(lpd))}
+    for level in levels:
+        out[f"coverage_{round(100 * level)}"] = float(np.mean(np.abs(pit - 0.5) <= level / 2))
+    return out
+
+
+def numpyro_predictive(samples: dict[str, np.ndarray], z: np.ndarray, y_mean: float, y_std: float):
+    """``(m, v)`` ``[S, n]``: the components ``N(y_mean + y_std f_s, y_std^2 / prec_s)`` (log-space units)."""
+    f = network_outputs(samples, z)
+    prec = np.asarray(samples["prec_obs"], np.float64)[:, None]
+    return y_mean + y_std * f, np.broadcast_to(y_std**2 / prec, f.shape)
+
+
+def run_numpyro(fit_df, score_df, log_target: bool, smoke: bool, seed: int = 0) -> dict[str, Any]:
+    """Train NumPyro's BNN on ``fit_df`` (timed), score on ``score_df`` (untimed)."""
+    import jax
+    import numpyro
+    from numpyro.infer import MCMC, NUTS
+
+    jax.config.update("jax_enable_x64", False)  # float32, JAX's default, as the example runs (sigmabnn sets x64)
+    settings = dict(NUMPYRO_SETTINGS) | (SMOKE_NUMPYRO if smoke else {})
+    features = [c for c in fit_df.columns if c != "y"]
+    t0 = time.perf_counter()
+    x = fit_df[features].to_numpy(np.float64)
+    u = fit_df["y"].to_numpy(np.float64)
+    u = np.log10(u) if log_target else u
+    x_mean, x_std = x.mean(0), x.std(0)
+    x_std = np.where(x_std > 1e-8, x_std, 1.0)
+    y_mean, y_std = float(u.mean()), float(u.std())
+    z = numpyro_inputs(x, x_mean, x_std, settings["constant_input"])
+    kernel = NUTS(
+        numpyro_model, max_tree_depth=settings["max_tree_depth"], target_accept_prob=settings["target_accept_prob"]
+    )
+    mcmc = MCMC(
+        kernel,
+        num_warmup=settings["num_warmup"],
+        num_samples=settings["num_samples"],
+        num_chains=settings["num_chains"],
+        progress_bar=False,
+    )
+    mcmc.run(
+        jax.random.key(seed),
+        z,
+        (u - y_mean) / y_std,
+        hidden=tuple(settings["hidden"]),
+        extra_fields=("num_steps", "diverging"),
+    )
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
+    seconds = time.perf_counter() - t0
+    extra = mcmc.get_extra_fields()
+    z_score = numpyro_inputs(score_df[features].to_numpy(np.float64), x_mean, x_std, settings["constant_input"])
+    m, v = numpyro_predictive(samples, z_score, y_mean, y_std)
+    scores = mixture_scores(score_df["y"].to_numpy(np.float64), m, v, log_target)
+    return {
+        "seconds": seconds,
+        **scores,
+        "kwargs": settings | {"log_target": log_target},
+        "settings": settings | {"numpyro": numpyro.__version__, "dtype": "float32"},
+        "diagnostics": {
+            "mean_num_steps": float(np.mean(np.asarray(extra["num_steps"]))),
+            "divergences": int(np.sum(np.asarray(extra["diverging"]))),
+        },
+    }
+
+
+# --------------------------------------------------------------------------- one cell (the child process)
+
+
+def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> dict[str, Any]:
+    """Train entry ``name`` through ``sigmabnn.api.fit(path, "y", **kwargs)`` (timed), score (untimed)."""
+    from sigmabnn.api import fit
+    from sigmabnn.evaluate.metrics import evaluate
+
+    num_features = fit_df.shape[1] - 1
+    n_train = internal_train_rows(fit_df, log_target) if callable(ENTRIES[name]) else len(fit_df)
+    kwargs = fit_kwargs(name, num_features, n_train, log_target, smoke)
+    with tempfile.TemporaryDirectory(prefix="sigmabnn_defaults_") as tmp:
+        path = Path(tmp) / "table.csv"
+        fit_df.to_csv(path, index=False)
+        t0 = time.perf_counter()
+        fitted, report = fit(str(path), "y", **kwargs)
+        seconds = time.perf_counter() - t0
+    features = list(fitted.feature_names)
+    ev = evaluate(fitted, score_df[features], score_df["y"].to_numpy(np.float64), levels=LEVELS)["original"]
+    cov = ev.get("coverage_interval", {})
+    sampler = report.get("sampler", {}) or {}
+    return {
+        "seconds": seconds,
+        "rmse": float(ev["rmse"]),
+        "test_ll": -float(ev["nll"]),
+        **{f"coverage_{round(100 * lv)}": cov.get(f"{lv:g}") for lv in LEVELS},
+        "kwargs": kwargs,
+        "settings": dict(fitted.settings),
+        "method": fitted.method,
+        "n_fit": report.get("data", {}).get("train"),
+        "n_val": report.get("data", {}).get("val"),
+        "num_params": report.get("model", {}).get("num_params"),
+        "timings": report.get("timings"),
+        "diagnostics": {
+            k: sampler.get(k)
+            for k in (
+                "acceptance",
+                "divergences",
+                "mean_integration_steps",
+                "rhat_predictions",
+                "tree_depth_saturation",
+            )
+            if k in sampler
+        },
+    }
+
+
+def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
+    """The child's work: the cell's rows, then fit and score. Errors of the fit become ``failed``."""
+    from sigmabnn.errors import InputError
+
+    table = load_table(spec["table"], with_test=spec["phase"] != "validate")
+    fit_df, score_df = phase_rows(table, spec["phase"])
+    out: dict[str, Any] = {"n_train": len(fit_df), "n_score": len(score_df), "num_features": fit_df.shape[1] - 1}
+    try:
+        if spec["sampler"] == NUMPYRO:
+            out |= run_numpyro(fit_df, score_df, table.log_target, spec.get("smoke", False))
+        else:
+            out |= run_fit_cell(spec["sampler"], fit_df, score_df, table.log_target, spec.get("smoke", False))
+        out["status"] = "ok"
+    except InputError as err:  # DataError is an InputError: the library's one-line refusals
+        out |= {"status": "failed", "error": " ".join(str(err).split())}
+    except Exception as err:  # noqa: BLE001  (recorded, the run goes on)
+        import traceback
+
+        traceback.print_exc()
+        out |= {"status": "failed", "error": f"{type(err).__name__}: {' '.join(str(err).split())}"[:500]}
+    return out
+
+
+def child_main(spec_json: str) -> int:
+    spec = json.loads(spec_json)
+    out = run_cell(spec)
+    print("\n" + json.dumps(out, default=_jsonable), flush=True)
+    return 0
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, tuple):
+        return list(obj)
+    return str(obj)
+
+
+# --------------------------------------------------------------------------- the parent: cells in subprocesses
+
+
+def cell_key(rec: dict[str, Any]) -> tuple[str, str, str]:
+    return (rec["phase"], rec["table"], rec["sampler"])
+
+
+def pending_cells(cells: Sequence[tuple[str, str, str]], records: Sequence[dict[str, Any]], force: bool = False):
+    """The cells of ``cells`` (phase, table, sampler) still to run: those not recorded (all with ``force``)."""
+    done = {cell_key(r) for r in records}
+    return [c for c in cells if force or c not in done]
+
+
+def merge_record(records: list[dict[str, Any]], rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """``records`` with ``rec`` added, replacing a record of the same cell."""
+    return [r for r in records if cell_key(r) != cell_key(rec)] + [rec]
+
+
+def _last_json_line(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").replace("\r", "\n").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def run_subprocess(spec: dict[str, Any], timeout: float, log: Path) -> dict[str, Any]:
+    """Run one cell in a fresh process; returns its record (status ok / failed / timeout)."""
+    load_start = os.getloadavg()[0]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, str(SCRIPT), "--cell", json.dumps(spec)]
+    t0 = time.perf_counter()
+    with open(log, "w") as err, tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.2)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - t0
+        out.seek(0)
+        child = _last_json_line(out.read())
+    rec: dict[str, Any] = {k: spec[k] for k in ("table", "phase", "sampler")}
+    if timed_out:
+        rec |= {"status": "timeout", "seconds": elapsed, "error": f"killed after {elapsed:.0f} s (cap {timeout:.0f} s)"}
+    elif child is None:
+        rec |= {"status": "failed", "error": f"exit {proc.returncode}: {_last_line(log)}", "seconds": None}
+    else:
+        rec |= child
+    rec |= {
+        "wall_seconds": elapsed,
+        "load_average_start": round(load_start, 2),
+        "load_average_end": round(os.getloadavg()[0], 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
+        "smoke": bool(spec.get("smoke")),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if "kwargs" not in rec:
+        rec["kwargs"] = None
+    return rec
+
+
+def default_out(phase: str, smoke: bool) -> Path:
+    name = "defaults_validation.json" if phase == "validate" else "defaults.json"
+    return (SMOKE_DIR if smoke else RESULTS_DIR) / name
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {"runs": [], "records": []}
+
+
+# --------------------------------------------------------------------------- goals and Markdown
+
+
+def time_limit(n_train: int, num_features: int) -> float | None:
+    """The issue's wall-time goal (s) for the default: 60 s up to 2,000 rows and 20 inputs, 180 s up to 10^4 rows.
+
+    Above 10^4 rows: the linear extrapolation of the 10^4-row goal (18 s per 1,000 rows: cost linear in rows).
+    Tables of more than 20 inputs and up to 2,000 rows get the 10^4-row goal.
+    """
+    if n_train <= 2000 and num_features <= 20:
+        return 60.0
+    if n_train <= 10_000:
+        return 180.0
+    return 180.0 * n_train / 10_000
+
+
+def binomial_se(p: float, n: int) -> float:
+    return math.sqrt(p * (1 - p) / n) if n else float("nan")
+
+
+def _ok(rec: dict[str, Any] | None) -> bool:
+    return rec is not None and rec.get("status") == "ok"
+
+
+def _fmt(v: Any, spec: str = ".3f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _by_table(records: Sequence[dict[str, Any]], phase: str) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in records:
+        if r.get("phase") == phase:
+            out.setdefault(r["table"], {})[r["sampler"]] = r
+    return out
+
+
+def _status(rec: dict[str, Any] | None) -> str:
+    if rec is None:
+        return "not run"
+    if rec.get("status") == "timeout":
+        return f"timed out after {rec.get('seconds', 0):.0f} s"
+    if rec.get("status") == "failed":
+        return f"failed: {rec.get('error')}"
+    return "ok"
+
+
+def check_goals(records: Sequence[dict[str, Any]], default: str = "sigmabnn") -> dict[str, Any]:
+    """The issue's goals on the test phase's records, per table: ``{goal: [row dict]}`` and the pooled coverage.
+
+    Each row has ``table``, ``met`` (True / False / None when it cannot be checked) and ``text``.
+    """
+    tables = _by_table(records, "test")
+    goals: dict[str, Any] = {"time": [], "coverage": [], "ll_vs_previous": [], "vs_numpyro": []}
+    pooled: dict[int, list[float]] = {round(100 * lv): [] for lv in LEVELS}
+    for table, recs in tables.items():
+        d, prev, npy = recs.get(default), recs.get("previous-default"), recs.get(NUMPYRO)
+        if d is None:
+            continue
+        n, p = int(d.get("n_train") or 0), int(d.get("num_features") or 0)
+        limit = time_limit(n, p)
+        sec = d.get("seconds")
+        if _ok(d):
+            goals["time"].append(
+                {
+                    "table": table,
+                    "met": sec <= limit,
+                    "seconds": sec,
+                    "limit": limit,
+                    "text": f"{sec:.1f} s <= {limit:.0f} s" if sec <= limit else f"{sec:.1f} s > {limit:.0f} s",
+                }
+            )
+        else:
+            goals["time"].append({"table": table, "met": False, "seconds": sec, "limit": limit, "text": _status(d)})
+        # (b) coverage
+        if _ok(d):
+            parts, met = [], True
+            for lv in LEVELS:
+                key = round(100 * lv)
+                c = d.get(f"coverage_{key}")
+                se = binomial_se(lv, int(d.get("n_score") or 0))
+                if c is None:
+                    met = False
+                    parts.append(f"{key} %: -")
+                    continue
+                pooled[key].append(c)
+                ok = abs(c - lv) <= COVERAGE_TOLERANCE
+                met = met and ok
+                parts.append(f"{key} %: {c:.3f} (SE {se:.3f}) {'ok' if ok else 'MISSED'}")
+            goals["coverage"].append({"table": table, "met": met, "text": "; ".join(parts)})
+        else:
+            goals["coverage"].append({"table": table, "met": False, "text": _status(d)})
+        # (c) LL against the previous default
+        if not _ok(d):
+            goals["ll_vs_previous"].append({"table": table, "met": False, "text": _status(d)})
+        elif prev is None:
+            goals["ll_vs_previous"].append({"table": table, "met": None, "text": "previous default not run"})
+        elif prev.get("status") == "timeout":
+            goals["ll_vs_previous"].append(
+                {
+                    "table": table,
+                    "met": None,
+                    "text": (
+                        f"previous default timed out after {prev.get('seconds', 0):.0f} s: no LL to compare "
+                        f"(default {d['test_ll']:.3f})"
+                    ),
+                }
+            )
+        elif not _ok(prev):
+            goals["ll_vs_previous"].append({"table": table, "met": None, "text": f"previous default {_status(prev)}"})
+        else:
+            met = d["test_ll"] >= prev["test_ll"]
+            goals["ll_vs_previous"].append(
+                {
+                    "table": table,
+                    "met": met,
+                    "text": (f"{d['test_ll']:.3f} {'>=' if met else '<'} {prev['test_ll']:.3f}"),
+                }
+            )
+        # (d) against NumPyro
+        if not _ok(d):
+            goals["vs_numpyro"].append({"table": table, "met": False, "text": _status(d)})
+        elif npy is None:
+            goals["vs_numpyro"].append({"table": table, "met": None, "text": "NumPyro not run"})
+        elif npy.get("status") == "timeout":
+            t_np = float(npy.get("seconds") or 0.0)
+            fast = SPEEDUP_GOAL * sec <= t_np
+            goals["vs_numpyro"].append(
+                {
+                    "table": table,
+                    "met": True if fast else None,
+                    "text": (
+                        f"NumPyro timed out after {t_np:.0f} s (a lower bound on its time: "
+                        f">= {t_np / sec:.1f}x slower); accuracy not comparable"
+                    ),
+                }
+            )
+        elif not _ok(npy):
+            goals["vs_numpyro"].append({"table": table, "met": None, "text": f"NumPyro {_status(npy)}"})
+        else:
+            acc = d["rmse"] <= npy["rmse"] and d["test_ll"] >= npy["test_ll"]
+            ratio = npy["seconds"] / sec if sec else float("inf")
+            fast = ratio >= SPEEDUP_GOAL
+            goals["vs_numpyro"].append(
+                {
+                    "table": table,
+                    "met": acc and fast,
+                    "speedup": ratio,
+                    "text": (
+                        f"RMSE {d['rmse']:.4g} vs {npy['rmse']:.4g}, LL {d['test_ll']:.3f} vs {npy['test_ll']:.3f} "
+                        f"({'as accurate' if acc else 'LESS accurate'}); {ratio:.1f}x faster "
+                        f"({'ok' if fast else 'MISSED'}: goal {SPEEDUP_GOAL:g}x)"
+                    ),
+                }
+            )
+    goals["pooled_coverage"] = {
+        str(k): {
+            "mean": float(np.mean(v)) if v else None,
+            "tables": len(v),
+            "met": bool(v) and abs(float(np.mean(v)) - k / 100) <= COVERAGE_TOLERANCE,
+        }
+        for k, v in pooled.items()
+    }
+    return goals
+
+
+def goal_tally(rows: Sequence[dict[str, Any]]) -> str:
+    met = sum(r["met"] is True for r in rows)
+    missed = sum(r["met"] is False for r in rows)
+    na = sum(r["met"] is None for r in rows)
+    return f"met on {met} of {len(rows)} tables, missed on {missed}" + (f", not checkable on {na}" if na else "")
+
+
+COLUMNS = [
+    ("sampler", "method", ""),
+    ("seconds", "seconds", ".1f"),
+    ("rmse", "RMSE", ".4g"),
+    ("test_ll", "LL", ".3f"),
+    ("coverage_68", "cov 68", ".3f"),
+    ("coverage_95", "cov 95", ".3f"),
+    ("peak_rss_mb", "peak RSS MB", ".0f"),
+    ("load", "load start/end", ""),
+    ("status_text", "status", ""),
+]
+
+
+def _rows(recs: dict[str, dict[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    names = [m for m in order if m in recs] + sorted(m for m in recs if m not in order)
+    out = []
+    for m in names:
+        r = dict(recs[m])
+        r["status_text"] = _status(r)
+        r["load"] = f"{r.get('load_average_start', '-')}/{r.get('load_average_end', '-')}"
+        if r.get("status") != "ok":
+            r["seconds"] = r.get("seconds") if r.get("status") == "timeout" else None
+        out.append(r)
+    return out
+
+
+def _table_heading(table: str, recs: dict[str, dict[str, Any]], score: str) -> str:
+    any_rec = next(iter(recs.values()))
+    return (
+        f"### {table}\n\n{any_rec.get('n_train', '?')} training rows, {any_rec.get('num_features', '?')} input(s), "
+        f"{any_rec.get('n_score', '?')} {score} rows.\n\n"
+    )
+
+
+def _runs_lines(data: dict[str, Any]) -> str:
+    lines = []
+    for m in data.get("runs", []):
+        lines.append(
+            f"- {m.get('date')} to {m.get('date_end', '?')}: {m.get('machine')}, jax {m.get('jax')}, "
+            f"sigmabnn {m.get('sigmabnn')}, numpyro {m.get('numpyro')}; load average (1/5/15 min) "
+            f"{m.get('load_average_1_5_15_at_start')} at the start, {m.get('load_average_1_5_15_at_end')} at the end; "
+            f"command `{m.get('command')}`"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per candidate, over the battery: median seconds, worst time ratio to the goal, mean |coverage - nominal|,
+    LL wins against ``previous-default`` (ties count as wins: no worse)."""
+    tables = _by_table(records, "validate")
+    names: list[str] = []
+    for recs in tables.values():
+        names += [m for m in recs if m not in names]
+    out = []
+    for name in names:
+        secs, ratios, devs, wins, compared, bad = [], [], [], 0, 0, 0
+        for recs in tables.values():
+            r = recs.get(name)
+            if r is None:
+                continue
+            if not _ok(r):
+                bad += 1
+                continue
+            secs.append(r["seconds"])
+            ratios.append(r["seconds"] / time_limit(int(r["n_train"]), int(r["num_features"])))
+            devs += [
+                abs(r[f"coverage_{round(100 * lv)}"] - lv)
+                for lv in LEVELS
+                if r.get(f"coverage_{round(100 * lv)}") is not None
+            ]
+            prev = recs.get("previous-default")
+            if name != "previous-default" and _ok(prev):
+                compared += 1
+                wins += r["test_ll"] >= prev["test_ll"]
+        out.append(
+            {
+                "sampler": name,
+                "tables_ok": len(secs),
+                "tables_not_ok": bad,
+                "median_seconds": float(np.median(secs)) if secs else None,
+                "worst_time_ratio": max(ratios) if ratios else None,
+                "mean_abs_coverage_error": float(np.mean(devs)) if devs else None,
+                "ll_wins_vs_previous": f"{wins}/{compared}" if name != "previous-default" else "-",
+            }
+        )
+    return out
+
+
+SUMMARY_COLUMNS = [
+    ("sampler", "candidate", ""),
+    ("tables_ok", "tables ok", ""),
+    ("tables_not_ok", "failed / timed out", ""),
+    ("median_seconds", "median s", ".1f"),
+    ("worst_time_ratio", "worst time / goal", ".2f"),
+    ("mean_abs_coverage_error", "mean abs(cov - nominal)", ".3f"),
+    ("ll_wins_vs_previous", "LL >= previous-default", ""),
+]
+
+
+def render_validation(data: dict[str, Any]) -> str:
+    records = data.get("records", [])
+    parts = [
+        "# Defaults of `sigmabnn train`: candidates on validation rows\n\n",
+        "Generated by `benchmarks/defaults.py --phase validate` from `defaults_validation.json`; do not edit. "
+        "Each table's training rows are split (seeded, 80/20) into fit rows and validation rows; each candidate "
+        "is trained on the fit rows (`sigmabnn.api.fit(path, 'y', **options)`, fit's own split of them included) "
+        "and scored on the validation rows. Test rows are never read. Seconds: the fit alone, in a fresh process "
+        "(JAX compilation included). LL: mean log predictive density per row, original units.\n\n",
+    ]
+    if data.get("smoke"):
+        parts.append("**Smoke run: tiny budgets, the numbers mean nothing.**\n\n")
+    parts.append("## Candidates over the battery\n\n")
+    parts.append(markdown_table(validation_summary(records), SUMMARY_COLUMNS))
+    parts.append(
+        "\nWorst time / goal: the largest ratio of a candidate's seconds to the issue's time goal for the "
+        "table's size (60 s up to 2,000 rows, 180 s up to 10^4, linear beyond). Mean abs(cov - nominal): "
+        "over tables and the 68 % and 95 % levels.\n\n"
+    )
+    parts.append("## Candidates' options\n\n")
+    for name in dict.fromkeys(r["sampler"] for r in records):
+        entry = ENTRIES.get(name)
+        desc = (
+            "the library's default (no options)"
+            if entry == {}
+            else (
+                "today's default made explicit (warm-up by parameter count)" if callable(entry) else json.dumps(entry)
+            )
+        )
+        parts.append(f"- `{name}`: {desc}\n")
+    parts.append("\n## Per table\n\n")
+    for table, recs in _by_table(records, "validate").items():
+        parts.append(_table_heading(table, recs, "validation"))
+        parts.append(markdown_table(_rows(recs, VALIDATE_METHODS), COLUMNS) + "\n")
+    parts.append("## Runs\n\n" + _runs_lines(data))
+    return "".join(parts)
+
+
+def _yes(met: Any) -> str:
+    return "met" if met is True else "MISSED" if met is False else "n/a"
+
+
+def render_scaling(records: Sequence[dict[str, Any]]) -> str:
+    recs = sorted((r for r in records if r.get("phase") == "scaling"), key=lambda r: int(r.get("n_train") or 0))
+    if not recs:
+        return ""
+    rows, prev = [], None
+    for r in recs:
+        row = dict(r)
+        row["status_text"] = _status(r)
+        sec = r.get("seconds")
+        if sec and r.get("n_train"):
+            row["ms_per_row"] = 1000 * sec / r["n_train"]
+        if prev is not None and _ok(prev) and _ok(r):
+            row["time_ratio"] = r["seconds"] / prev["seconds"]
+            row["rows_ratio"] = r["n_train"] / prev["n_train"]
+            row["rss_ratio"] = r["peak_rss_mb"] / prev["peak_rss_mb"]
+        rows.append(row)
+        prev = r
+    cols = [
+        ("table", "table", ""),
+        ("sampler", "method", ""),
+        ("n_train", "rows", ""),
+        ("seconds", "seconds", ".1f"),
+        ("ms_per_row", "ms per row", ".2f"),
+        ("rows_ratio", "rows x", ".0f"),
+        ("time_ratio", "time x", ".2f"),
+        ("peak_rss_mb", "peak RSS MB", ".0f"),
+        ("rss_ratio", "RSS x", ".2f"),
+        ("rmse", "RMSE", ".4g"),
+        ("status_text", "status", ""),
+    ]
+    return (
+        "## Scaling in rows (goal: cost linear in rows up to 10^5, memory bounded)\n\n"
+        "The library's default on Friedman #1 with 10 inputs (`--phase scaling`). Time x and RSS x: the ratio to "
+        "the row above (linear cost: time x equal to rows x or below; bounded memory: RSS x well below rows x).\n\n"
+        + markdown_table(rows, cols)
+        + "\n"
+    )
+
+
+def render_test(data: dict[str, Any], validation: dict[str, Any] | None = None) -> str:
+    records = data.get("records", [])
+    goals = check_goals(records)
+    parts = [
+        "# Defaults of `sigmabnn train DATA --target y`: the battery's test rows\n\n",
+        "Generated by `benchmarks/defaults.py --phase test` from `defaults.json`; do not edit. Per table: "
+        "`sigmabnn` is `fit(path, 'y')` with no options (the library's default when the run was made), "
+        "`previous-default` today's default before issue 29 with its options written out, `ensemble` "
+        "`method='ensemble'`, `numpyro` NumPyro's NUTS on the BNN of its BNN example (tanh, two hidden layers of "
+        "20, no biases but the example's constant input column, N(0, 1) weights, precision ~ Gamma(3, 1); one "
+        "chain, 1,000 warm-up, 2,000 draws). Every method trains on the table's training rows (sigmabnn's methods "
+        "split them as fit does for any user) and is scored once on its test rows. Seconds: the training alone, in "
+        "a fresh process (JAX compilation included). LL: mean log predictive density per test row in original "
+        "units. Coverage: fraction of test rows inside the central 68 % / 95 % predictive interval.\n\n",
+    ]
+    if data.get("smoke"):
+        parts.append("**Smoke run: tiny budgets, the numbers mean nothing.**\n\n")
+    parts.append("## Goals (the library's default, `sigmabnn`)\n\n")
+    titles = {
+        "time": "(a) training time <= 60 s up to 2,000 rows and 20 inputs, <= 180 s up to 10^4 rows "
+        "(beyond: 18 s per 1,000 rows, the linear extrapolation)",
+        "coverage": "(b) 68 % and 95 % coverage within 3 percentage points of nominal (binomial SE of the coverage "
+        "on that table's test rows beside it)",
+        "ll_vs_previous": "(c) test LL no worse than the previous default's",
+        "vs_numpyro": f"(d) against NumPyro: RMSE and LL at least as good, >= {SPEEDUP_GOAL:g}x faster",
+    }
+    for key, title in titles.items():
+        rows = goals[key]
+        parts.append(f"**{title}**: {goal_tally(rows)}.\n\n")
+        for r in rows:
+            parts.append(f"- {r['table']}: {_yes(r['met'])}, {r['text']}\n")
+        if key == "coverage":
+            for lv, pc in goals["pooled_coverage"].items():
+                if pc["mean"] is not None:
+                    parts.append(
+                        f"- pooled over {pc['tables']} tables, mean {lv} % coverage {pc['mean']:.3f}: "
+                        f"{_yes(pc['met'])}\n"
+                    )
+        parts.append("\n")
+    parts.append("## Per table\n\n")
+    for table, recs in _by_table(records, "test").items():
+        parts.append(_table_heading(table, recs, "test"))
+        parts.append(markdown_table(_rows(recs, TEST_METHODS), COLUMNS) + "\n")
+    parts.append(render_scaling(records))
+    parts.append("## How each choice was made\n\n")
+    defaults = [r for r in records if r.get("sampler") == "sigmabnn" and _ok(r)]
+    if defaults:
+        s = defaults[0].get("settings", {})
+        keys = (
+            "method",
+            "num_chains",
+            "num_warmup",
+            "num_samples",
+            "max_tree_depth",
+            "map_num_steps",
+            "map_lbfgs_steps",
+        )
+        parts.append(
+            "The library's default as it ran (settings of its first table, "
+            f"{defaults[0]['table']}): " + ", ".join(f"{k} {s.get(k)}" for k in keys if k in s) + ".\n\n"
+        )
+    if validation and validation.get("records"):
+        parts.append(
+            "Chosen on validation rows only (`defaults_validation.md`: each table's training rows split "
+            "80/20, test rows never read). The candidates over the battery:\n\n"
+        )
+        parts.append(markdown_table(validation_summary(validation["records"]), SUMMARY_COLUMNS) + "\n")
+    else:
+        parts.append("No validation results beside this file (`defaults_validation.json`): run `--phase validate`.\n\n")
+    parts.append("## Runs\n\n" + _runs_lines(data))
+    return "".join(parts)
+
+
+def render(data: dict[str, Any], path: Path) -> str:
+    if data.get("phase_file") == "validate":
+        return render_validation(data)
+    vpath = path.with_name("defaults_validation.json")
+    return render_test(data, load_results(vpath) if vpath.exists() else None)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _versions() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        from sigmabnn import __version__
+
+        out["sigmabnn"] = __version__
+    except ImportError:
+        out["sigmabnn"] = None
+    try:
+        import numpyro
+
+        out["numpyro"] = numpyro.__version__
+    except ImportError:
+        out["numpyro"] = None
+    return out
+
+
+def numpyro_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numpyro") is not None
+
+
+def _names(arg: str | None, default: Sequence[str], known: Sequence[str], what: str) -> list[str]:
+    names = list(default) if not arg else [s.strip() for s in arg.split(",") if s.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown {what} {unknown[0]!r}; choose from {', '.join(known)}")
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--phase", choices=PHASES, default="test")
+    ap.add_argument("--tables", help="comma-separated table names (default: the phase's battery)")
+    ap.add_argument("--methods", "--candidates", dest="methods", help="comma-separated entries of ENTRIES")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="wall-time cap of one cell (s)")
+    ap.add_argument("--smoke", action="store_true", help=f"tiny budgets; results in {SMOKE_DIR} unless --out")
+    ap.add_argument("--force", action="store_true", help="rerun cells already recorded")
+    ap.add_argument("--out", type=Path, help="results JSON (the Markdown is written beside it)")
+    ap.add_argument("--table-only", action="store_true", help="regenerate the Markdown from the JSON")
+    ap.add_argument("--cell", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.cell:
+        return child_main(args.cell)
+
+    out = args.out or default_out(args.phase, args.smoke)
+    data = load_results(out)
+    data["phase_file"] = "validate" if args.phase == "validate" else "test"
+    if args.table_only:
+        write(out, data, render(data, out))
+        return 0
+    if data.get("records") and bool(data.get("smoke")) != args.smoke:
+        raise SystemExit(f"{out} holds {'smoke' if data.get('smoke') else 'real'} results; use another --out")
+    data["smoke"] = args.smoke
+    tables = _names(args.tables, DEFAULT_TABLES[args.phase], (*BATTERY, *SCALING), "table")
+    methods = _names(args.methods, DEFAULT_METHODS[args.phase], tuple(ENTRIES), "method")
+    if NUMPYRO in methods and not numpyro_available():
+        print("numpyro is not importable (pip install numpyro): skipping the numpyro method")
+        methods.remove(NUMPYRO)
+    if any(needs_shared(t) for t in tables) and not (shared_data_dir() / "uci").is_dir():
+        print(
+            f"shared data not found at {shared_data_dir() / 'uci'}: skipping the UCI tables "
+            f"({', '.join(t for t in tables if needs_shared(t))}); clone ../shared beside the repository"
+        )
+        tables = [t for t in tables if not needs_shared(t)]
+    cells = [(args.phase, t, m) for t in tables for m in methods]
+    todo = pending_cells(cells, data.get("records", []), args.force)
+    print(f"{args.phase}: {len(cells)} cells, {len(cells) - len(todo)} already recorded in {out}, {len(todo)} to run")
+    meta = (
+        run_metadata("benchmarks/defaults.py")
+        | _versions()
+        | {"command": " ".join(["defaults.py", *(argv or sys.argv[1:])])}
+    )
+    data.setdefault("runs", []).append(meta)
+    status = 0
+    for phase, table, sampler in todo:
+        spec = {"table": table, "phase": phase, "sampler": sampler, "smoke": args.smoke}
+        rec = run_subprocess(spec, args.timeout, LOG_DIR / f"{phase}_{table}_{sampler}.log")
+        data["records"] = merge_record(data.get("records", []), rec)
+        data["runs"][-1] = finish_metadata(meta)
+        write(out, data, render(data, out))
+        line = f"{table} {sampler}: {rec['status']}"
+        if rec["status"] == "ok":
+            line += (
+                f", {rec['seconds']:.1f} s, RMSE {rec['rmse']:.4g}, LL {rec['test_ll']:.3f}, "
+                f"cov68 {_fmt(rec.get('coverage_68'))}, cov95 {_fmt(rec.get('coverage_95'))}"
+            )
+        else:
+            status = 1
+            line += f" ({rec.get('error')})"
+        line += f", peak RSS {rec['peak_rss_mb']:.0f} MB, load {rec['load_average_start']}->{rec['load_average_end']}"
+        print(line, flush=True)
+    data["runs"][-1] = finish_metadata(meta)
+    write(out, data, render(data, out))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

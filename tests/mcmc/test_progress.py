@@ -1,0 +1,48 @@
+"""Progress off a terminal: a few whole lines with elapsed time and the time left, never a redrawn bar."""
+
+from __future__ import annotations
+
+import io
+
+from sigmabnn.mcmc import progress
+from sigmabnn.mcmc.progress import ProgressBar
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_log_gets_an_estimate_one_line_per_phase_and_no_bar(monkeypatch):
+    clock = iter(float(t) for t in range(0, 1000, 2))  # every reading of the clock 2 s later
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    log = io.StringIO()
+    bar = ProgressBar(100, "warmup", enabled=True, stream=log)
+    for _ in range(5):
+        bar.update(10)
+    bar.set_description("sample")
+    for _ in range(5):
+        bar.update(10)
+    bar.close()
+    bar.close()  # once only
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue() and "|" not in log.getvalue()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("warmup at 10/100 iterations: 00:02 elapsed, about 00:18 left")
+    assert lines[1].startswith("warmup done at 50/100 iterations:") and "left" in lines[1]
+    assert lines[2].startswith("sample done at 100/100 iterations:") and "left" not in lines[2]
+
+
+def test_terminal_gets_the_bar_and_no_log_lines():
+    tty = _Tty()
+    with ProgressBar(10, "sample", enabled=True, stream=tty) as bar:
+        bar.update(10)
+    assert tty.getvalue().startswith("\rsample |") and "iterations:" not in tty.getvalue()
+
+
+def test_disabled_or_terminal_only_is_silent_in_a_log():
+    for enabled in (False, None):
+        log = io.StringIO()
+        with ProgressBar(10, "sample", enabled=enabled, stream=log) as bar:
+            bar.update(10)
+        assert log.getvalue() == ""

@@ -1,0 +1,353 @@
+"""The defaults benchmark's own code (benchmarks/defaults.py): tables, options, NumPyro's predictive, goals, resume."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from tests.conftest import load_benchmark
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("defaults")
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@pytest.mark.parametrize(
+    ("name", "rows", "inputs"),
+    [
+        ("sin1d-100", 100, 1),
+        ("lin2d-120", 120, 2),
+        ("smooth6d-300", 300, 6),
+        ("steep6d-300", 300, 6),
+        ("hetero2d-1000", 1000, 2),
+        ("friedman10d-2000", 2000, 10),
+        ("student10d-2000", 2000, 10),
+    ],
+)
+def test_synthetic_tables_are_deterministic_with_the_documented_shapes(bench, name, rows, inputs):
+    a, b = bench.load_table(name), bench.load_table(name)
+    assert a.train.shape == (rows, inputs + 1) and a.test.shape == (bench.SYNTHETIC_TEST_ROWS, inputs + 1)
+    assert list(a.train.columns) == [f"x{j}" for j in range(inputs)] + ["y"]
+    assert a.train.equals(b.train) and a.test.equals(b.test)
+    assert not a.log_target and np.isfinite(a.train.to_numpy()).all()
+    # training rows do not depend on whether the test rows are drawn (the validation phase draws none)
+    only = bench.load_table(name, with_test=False)
+    assert only.test is None and only.train.equals(a.train)
+
+
+def test_large_synthetic_and_scaling_tables_shapes(bench):
+    assert bench.SYNTHETIC["friedman20d-20000"].n == 20000
+    assert bench.load_table("friedman10d-10000", with_test=False).train.shape == (10000, 11)
+    assert {n: s.n for n, s in bench.SCALING.items()} == {
+        "scaling10d-1000": 1000,
+        "scaling10d-10000": 10000,
+        "scaling10d-100000": 100000,
+    }
+
+
+def test_lin2d_is_the_issue_table(bench):
+    t = bench.load_table("lin2d-120")
+    x, y = t.train[["x0", "x1"]].to_numpy(), t.train["y"].to_numpy()
+    assert np.all(np.abs(x) <= 1)
+    resid = y - (2 * x[:, 0] - x[:, 1])
+    assert abs(resid.std() - 0.1) < 0.03
+
+
+def test_validation_split_is_seeded_80_20_and_disjoint(bench):
+    train = bench.load_table("sin1d-100", with_test=False).train
+    fit, val = bench.validation_split(train)
+    fit2, val2 = bench.validation_split(train)
+    assert (len(fit), len(val)) == (80, 20)
+    assert fit.equals(fit2) and val.equals(val2)
+    rows = {tuple(r) for r in train.to_numpy()}
+    assert {tuple(r) for r in fit.to_numpy()} | {tuple(r) for r in val.to_numpy()} == rows
+    assert not {tuple(r) for r in fit.to_numpy()} & {tuple(r) for r in val.to_numpy()}
+
+
+def test_ewino_table(bench):
+    t = bench.load_table(bench.EWINO_TABLE)
+    assert t.log_target and (t.train["y"] > 0).all() and (t.test["y"] > 0).all()
+    assert list(t.train.columns) == ["m_1000022", "N1000022_1", "N1000022_2", "N1000022_3", "N1000022_4", "y"]
+
+
+# --------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(("p", "warmup"), [(1, 1000), (10, 1000), (76, 1000), (77, 1500)])
+def test_previous_default_reproduces_the_warmup_rule(bench, p, warmup):
+    d = 20 * p + 20 + 420 + 21  # P-20-20-1: kernels and biases
+    assert bench.default_num_params(p) == d
+    kw = bench.previous_default(p, 1000)
+    assert kw["num_warmup"] == warmup == bench.previous_warmup(d)
+    assert kw["method"] == "nuts" and kw["num_chains"] == 4 and kw["num_samples"] == 250
+    assert kw["max_tree_depth"] == 10 and kw["architecture"] == f"{p}-20-20-1"
+    assert kw["map"]["num_steps"] == 2000 and kw["map"]["learning_rate"] == 1e-2 and kw["map"]["patience"] == 200
+
+
+def test_previous_warmup_rule_matches_the_library_rule_of_today(bench):
+    assert [bench.previous_warmup(d) for d in (100, 199, 200, 1999, 2000)] == [500, 500, 1000, 1000, 1500]
+
+
+def test_previous_default_map_minibatches_above_20000_rows(bench):
+    assert bench.previous_map(20000)["batch_size"] is None
+    big = bench.previous_map(80000)
+    assert big["batch_size"] == 1024 and big["num_epochs"] == max(10, math.ceil(2000 * 1024 / 80000))
+
+
+def test_fit_kwargs(bench):
+    assert bench.fit_kwargs("sigmabnn", 3, 100, False) == {}
+    assert bench.fit_kwargs("sigmabnn", 3, 100, True) == {"log_target": True}
+    assert bench.fit_kwargs("ensemble", 3, 100, False) == {"method": "ensemble"}
+    recal = bench.fit_kwargs("chees-map-recal", 3, 100, False)
+    assert recal["recalibrate"] is True and recal["method"] == "chees"
+    smoke = bench.fit_kwargs("previous-default", 3, 100, False, smoke=True)
+    assert smoke["num_warmup"] < 100 and smoke["map"]["num_steps"] < 100 and smoke["map"]["learning_rate"] == 1e-2
+    for name in bench.CANDIDATES:
+        assert name in bench.ENTRIES and name in bench.VALIDATE_METHODS
+
+
+# --------------------------------------------------------------------------- NumPyro's predictive
+
+
+def test_one_draw_mixture_is_the_gaussian_density_with_the_jacobian(bench):
+    rng = np.random.default_rng(0)
+    n, y_mean, y_std = 7, 3.0, 2.5
+    f, prec = rng.normal(size=(1, n)), np.array([4.0])
+    m, v = y_mean + y_std * f, np.broadcast_to(y_std**2 / prec[:, None], (1, n))
+    y = rng.normal(3.0, 2.0, size=n)
+    s = bench.mixture_scores(y, m, v, log_target=False)
+    # standardised density minus log(y_std): the Jacobian of the standardisation
+    z = (y - y_mean) / y_std
+    expect = stats.norm.logpdf(z, f[0], 1 / math.sqrt(prec[0])) - math.log(y_std)
+    assert s["test_ll"] == pytest.approx(expect.mean(), rel=1e-12)
+    assert s["rmse"] == pytest.approx(np.sqrt(np.mean((y - m[0]) ** 2)))
+    # log target: density of y = 10**u, log-normal mean
+    y = 10 ** rng.normal(0.0, 0.3, size=n)
+    mu, sd = rng.normal(0, 0.1, size=(1, n)), 0.3
+    s = bench.mixture_scores(y, mu, np.full((1, n), sd**2), log_target=True)
+    assert s["test_ll"] == pytest.approx(np.mean(stats.lognorm.logpdf(y, sd * math.log(10), scale=10 ** mu[0])))
+    a = math.log(10)
+    assert s["rmse"] == pytest.approx(np.sqrt(np.mean((y - np.exp(a * mu[0] + 0.5 * a * a * sd**2)) ** 2)))
+
+
+def test_mixture_coverage_by_the_cdf(bench):
+    # y at known positions of a one-component mixture: inside the 68 % interval iff |z| <= 0.9945
+    z = np.array([0.0, 0.5, 0.99, 1.0, 1.5, 1.95, 1.97, -2.5])
+    s = bench.mixture_scores(z, np.zeros((1, z.size)), np.ones((1, z.size)), log_target=False)
+    assert s["coverage_68"] == pytest.approx(3 / 8)
+    assert s["coverage_95"] == pytest.approx(6 / 8)
+    # many draws of a mixture: coverage of fresh draws is near nominal
+    rng = np.random.default_rng(1)
+    m = rng.normal(size=(50, 1)) * np.ones((50, 4000))
+    comp = rng.integers(0, 50, 4000)
+    y = m[comp, np.arange(4000)] + 0.5 * rng.normal(size=4000)
+    s = bench.mixture_scores(y, m, np.full(m.shape, 0.25), log_target=False)
+    assert abs(s["coverage_68"] - 0.68) < 0.03 and abs(s["coverage_95"] - 0.95) < 0.015
+
+
+def test_network_outputs_and_predictive(bench):
+    rng = np.random.default_rng(2)
+    samples = {"w1": rng.normal(size=(3, 2, 4)), "w2": rng.normal(size=(3, 4, 4)), "w3": rng.normal(size=(3, 4, 1))}
+    samples["prec_obs"] = np.array([1.0, 2.0, 4.0])
+    z = rng.normal(size=(5, 2))
+    f = bench.network_outputs(samples, z, chunk=2)
+    s = 1
+    expect = np.tanh(np.tanh(z @ samples["w1"][s]) @ samples["w2"][s]) @ samples["w3"][s]
+    assert f.shape == (3, 5) and np.allclose(f[s], expect[:, 0])
+    m, v = bench.numpyro_predictive(samples, z, 10.0, 2.0)
+    assert np.allclose(m, 10 + 2 * f) and np.allclose(v[:, 0], 4 / samples["prec_obs"])
+    x = rng.normal(size=(5, 2))
+    zz = bench.numpyro_inputs(x, x.mean(0), x.std(0))
+    assert zz.shape == (5, 3) and np.all(zz[:, -1] == 1) and np.allclose(zz[:, :2].mean(0), 0)
+
+
+def test_numpyro_model_has_no_biases(bench):
+    pytest.importorskip("numpyro")
+    import jax
+    from numpyro import handlers
+
+    x = np.ones((4, 3), np.float32)
+    trace = handlers.trace(handlers.seed(bench.numpyro_model, jax.random.key(0))).get_trace(x, np.zeros(4))
+    shapes = {k: v["value"].shape for k, v in trace.items() if v["type"] == "sample" and not v["is_observed"]}
+    assert shapes == {"w1": (3, 20), "w2": (20, 20), "w3": (20, 1), "prec_obs": ()}
+    prior = trace["prec_obs"]["fn"]
+    assert float(prior.concentration) == 3.0 and float(prior.rate) == 1.0
+
+
+# --------------------------------------------------------------------------- goals and Markdown
+
+
+def rec(table, sampler, **kw):
+    base = {
+        "table": table,
+        "phase": "test",
+        "sampler": sampler,
+        "status": "ok",
+        "n_train": 500,
+        "n_score": 400,
+        "num_features": 3,
+        "seconds": 10.0,
+        "rmse": 0.1,
+        "test_ll": 1.0,
+        "coverage_68": 0.68,
+        "coverage_95": 0.95,
+        "load_average_start": 1.0,
+        "load_average_end": 1.5,
+        "peak_rss_mb": 500.0,
+        "kwargs": {},
+    }
+    return base | kw
+
+
+def test_goals_on_hand_made_records(bench):
+    records = [
+        # table a: every goal met
+        rec("a", "sigmabnn"),
+        rec("a", "previous-default", test_ll=0.9, seconds=300.0),
+        rec("a", "numpyro", seconds=100.0, rmse=0.2, test_ll=0.5),
+        # table b: too slow, coverage off, LL worse, NumPyro more accurate
+        rec("b", "sigmabnn", seconds=90.0, coverage_68=0.60, coverage_95=0.97, test_ll=0.0),
+        rec("b", "previous-default", test_ll=0.5),
+        rec("b", "numpyro", seconds=200.0, rmse=0.05, test_ll=0.1),
+        # table c: previous default timed out, NumPyro failed
+        rec("c", "sigmabnn", n_train=10000, seconds=150.0),
+        rec("c", "previous-default", status="timeout", seconds=1200.0, rmse=None, test_ll=None),
+        rec("c", "numpyro", status="failed", error="boom", seconds=None),
+        # table d: the default failed
+        rec("d", "sigmabnn", status="failed", error="DataError: bad", seconds=None, rmse=None, test_ll=None),
+    ]
+    g = bench.check_goals(records)
+    met = {key: {r["table"]: r["met"] for r in g[key]} for key in ("time", "coverage", "ll_vs_previous", "vs_numpyro")}
+    assert met["time"] == {"a": True, "b": False, "c": True, "d": False}
+    assert met["coverage"] == {"a": True, "b": False, "c": True, "d": False}
+    assert met["ll_vs_previous"] == {"a": True, "b": False, "c": None, "d": False}
+    assert met["vs_numpyro"] == {"a": True, "b": False, "c": None, "d": False}
+    assert g["pooled_coverage"]["68"]["mean"] == pytest.approx((0.68 + 0.60 + 0.68) / 3)
+    assert g["pooled_coverage"]["95"]["met"] is True
+    text = {r["table"]: r["text"] for r in g["ll_vs_previous"]}
+    assert "timed out after 1200 s" in text["c"]
+    cov_b = next(r["text"] for r in g["coverage"] if r["table"] == "b")
+    assert "MISSED" in cov_b and f"SE {math.sqrt(0.68 * 0.32 / 400):.3f}" in cov_b
+    md = bench.render_test({"records": records, "runs": []})
+    assert "timed out after 1200 s" in md and "failed: DataError: bad" in md and "MISSED" in md
+    assert "**(a) training time" in md and "met on 2 of 4 tables" in md
+
+
+def test_numpyro_timeout_counts_as_speed_only(bench):
+    records = [rec("a", "sigmabnn", seconds=10.0), rec("a", "numpyro", status="timeout", seconds=1200.0)]
+    (row,) = bench.check_goals(records)["vs_numpyro"]
+    assert row["met"] is True and "lower bound" in row["text"]
+
+
+def test_time_limits(bench):
+    assert bench.time_limit(2000, 20) == 60 and bench.time_limit(2000, 21) == 180
+    assert bench.time_limit(10000, 10) == 180 and bench.time_limit(20000, 20) == 360
+
+
+def test_validation_summary(bench):
+    records = [
+        rec("a", "previous-default", phase="validate", test_ll=1.0),
+        rec("a", "chees-map", phase="validate", test_ll=1.2, seconds=30.0, coverage_68=0.70),
+        rec("b", "previous-default", phase="validate", test_ll=1.0),
+        rec("b", "chees-map", phase="validate", test_ll=0.8, seconds=90.0),
+        rec("b", "chees-map-recal", phase="validate", status="failed", error="too few rows"),
+    ]
+    rows = {r["sampler"]: r for r in bench.validation_summary(records)}
+    assert rows["chees-map"]["median_seconds"] == 60.0 and rows["chees-map"]["worst_time_ratio"] == 1.5
+    assert rows["chees-map"]["ll_wins_vs_previous"] == "1/2"
+    assert rows["chees-map"]["mean_abs_coverage_error"] == pytest.approx(0.02 / 4)
+    assert rows["chees-map-recal"]["tables_not_ok"] == 1
+    md = bench.render_validation({"records": records, "runs": []})
+    assert "failed: too few rows" in md and "chees-map" in md
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def test_resume_skips_recorded_cells(bench):
+    cells = [("test", "a", "sigmabnn"), ("test", "a", "numpyro"), ("test", "b", "sigmabnn")]
+    records = [rec("a", "sigmabnn"), rec("a", "numpyro", status="timeout"), rec("b", "sigmabnn", phase="validate")]
+    assert bench.pending_cells(cells, records) == [("test", "b", "sigmabnn")]
+    assert bench.pending_cells(cells, records, force=True) == cells
+    merged = bench.merge_record(records, rec("a", "sigmabnn", seconds=1.0))
+    assert len(merged) == 3 and [r["seconds"] for r in merged if r["sampler"] == "sigmabnn" and r["table"] == "a"] == [
+        1.0
+    ]
+
+
+def test_main_skips_recorded_cells(bench, tmp_path, monkeypatch):
+    out = tmp_path / "d.json"
+    out.write_text(json.dumps({"smoke": True, "runs": [], "records": [rec("sin1d-100", "sigmabnn", smoke=True)]}))
+    ran = []
+
+    def fake(spec, timeout, log):
+        ran.append((spec["table"], spec["sampler"]))
+        return rec(spec["table"], spec["sampler"], smoke=True)
+
+    monkeypatch.setattr(bench, "run_subprocess", fake)
+    assert bench.main(["--smoke", "--tables", "sin1d-100", "--methods", "sigmabnn,ensemble", "--out", str(out)]) == 0
+    assert ran == [("sin1d-100", "ensemble")]
+    data = json.loads(out.read_text())
+    assert {r["sampler"] for r in data["records"]} == {"sigmabnn", "ensemble"}
+    assert out.with_suffix(".md").exists()
+    ran.clear()
+    bench.main(["--smoke", "--tables", "sin1d-100", "--methods", "sigmabnn,ensemble", "--out", str(out)])
+    assert ran == []
+
+
+def test_smoke_results_go_to_tmp(bench):
+    assert bench.default_out("test", smoke=True).parent == bench.SMOKE_DIR
+    assert bench.default_out("validate", smoke=False) == bench.RESULTS_DIR / "defaults_validation.json"
+
+
+# --------------------------------------------------------------------------- a real cell
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["sigmabnn", "numpyro"])
+def test_smoke_cell_in_a_subprocess(bench, sampler, tmp_path):
+    if sampler == "numpyro":
+        pytest.importorskip("numpyro")
+    out = tmp_path / "defaults.json"
+    cmd = [sys.executable, str(_REPO / "benchmarks" / "defaults.py"), "--smoke", "--tables", "sin1d-100"]
+    cmd += ["--methods", sampler, "--out", str(out), "--timeout", "600"]
+    subprocess.run(cmd, cwd=_REPO, check=True, capture_output=True, text=True, timeout=900)
+    (r,) = json.loads(out.read_text())["records"]
+    assert r["status"] == "ok", r.get("error")
+    for key in ("table", "phase", "sampler", "n_train", "n_score", "num_features", "seconds", "rmse", "test_ll"):
+        assert r[key] is not None, key
+    assert (r["table"], r["phase"], r["sampler"], r["n_train"], r["n_score"], r["num_features"]) == (
+        "sin1d-100",
+        "test",
+        sampler,
+        100,
+        2000,
+        1,
+    )
+    assert 0 <= r["coverage_68"] <= 1 and 0 <= r["coverage_95"] <= 1 and np.isfinite(r["test_ll"])
+    assert r["peak_rss_mb"] > 50 and r["wall_seconds"] >= r["seconds"] > 0
+    assert isinstance(r["load_average_start"], float) and isinstance(r["kwargs"], dict)
+
+
+def test_scaling_section(bench):
+    recs = [
+        rec(f"scaling10d-{n}", "sigmabnn", phase="scaling", n_train=n, seconds=n / 100, peak_rss_mb=500 + n / 1000)
+        for n in (1000, 10000)
+    ]
+    recs.append(rec("scaling10d-100000", "sigmabnn", phase="scaling", n_train=100000, status="timeout", seconds=1200.0))
+    md = bench.render_scaling(recs)
+    assert "| scaling10d-10000 | sigmabnn | 10000 | 100.0 | 10.00 | 10 | 10.00 | 510 | 1.02 |" in md
+    assert "timed out after 1200 s" in md
+    assert "Scaling in rows" in bench.render_test({"records": recs, "runs": []})
