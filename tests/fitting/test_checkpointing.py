@@ -22,6 +22,7 @@ def _table() -> pd.DataFrame:
     return pd.DataFrame({"a": a, "b": b, "y": np.sin(2 * a) + 0.5 * b + 0.05 * rng.normal(size=40)})
 
 
+@pytest.mark.slow
 def test_interrupted_fit_resumes_to_the_uninterrupted_model(tmp_path, monkeypatch):
     path = tmp_path / "data.csv"
     _table().to_csv(path, index=False)
