@@ -159,3 +159,22 @@ def test_cli_train_and_predict(tmp_path):
     assert np.all(pred["aleatoric_std"] > 0) and np.all(pred["epistemic_std"] > 0)
     np.testing.assert_allclose(pred["std"] ** 2, pred["epistemic_std"] ** 2 + pred["aleatoric_std"] ** 2, rtol=1e-6)
     assert np.all(pred["lower_0.95"] < pred["mean"]) and np.all(pred["mean"] < pred["upper_0.95"])
+
+
+def test_small_steep_table_members_fit_the_mean_before_the_variance():
+    """300 rows of a function spanning three decades (noise 0.05): trained from random weights the members
+    explained the steep corner by a large variance (test RMSE about 7 on this table); fitting each member's
+    mean first brings the RMSE below 1."""
+    rng = np.random.default_rng(0)
+
+    def table(n):
+        x = rng.uniform(-1, 1, (n, 6))
+        y = 0.05 + 50 * np.exp(4 * (x[:, 0] - 1)) * (1 + 0.1 * x[:, 1]) + 0.05 * rng.standard_normal(n)
+        return pd.DataFrame({**{f"x{i}": x[:, i] for i in range(6)}, "y": y})
+
+    train, test = table(308), table(2000)
+    fitted, _ = fit(train, "y", method="ensemble", progress=False)
+    p = predict(fitted, test)
+    y = test["y"].to_numpy()
+    assert np.sqrt(np.mean((p.mean[:, 0] - y) ** 2)) < 1.0
+    assert 0.9 <= np.mean((y >= p.lower[0.95][:, 0]) & (y <= p.upper[0.95][:, 0])) <= 1.0

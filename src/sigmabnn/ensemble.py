@@ -38,8 +38,10 @@ import jax.numpy as jnp
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
-from sigmabnn.model.likelihoods import HeteroscedasticGaussian
+from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian
+from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
+from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
 
 Array = jax.Array
 
@@ -100,6 +102,44 @@ def _check(bnn: BNN, config: EnsembleConfig) -> None:
         raise ValueError(f"num_members must be >= 1, got {config.num_members}")
 
 
+def mean_first_starts(
+    rng_key: Array, bnn: BNN, data: Data, training: MAPConfig, num_members: int, val_data: Data | None = None
+) -> tuple[Array, MAPInfo]:
+    """Members' starts ``[M, d]``: each a MAP fit of the mean alone, its std output set to the residuals' RMS.
+
+    Trained from random weights, a mean-and-variance network can explain a badly fitted region by a
+    large variance instead of fitting it: the mean's NLL gradient is scaled by ``1 / sigma^2``, so
+    where the variance grows the mean stops learning (Seitzer et al. 2022, "On the pitfalls of
+    heteroscedastic uncertainty estimation with probabilistic neural networks"). On a few hundred
+    rows of a steep function the members then disagree by far more than their error. So each member
+    first fits its mean network (the same hidden layers) under the homoscedastic Gaussian
+    likelihood, then starts its std output at zero kernel and the bias giving the root mean square
+    of that fit's residuals on the validation rows (the noise a new point sees; the training rows'
+    residuals when there are none), from where the full mean-and-variance NLL is trained.
+    """
+    lik = bnn.likelihood
+    t = bnn.mlp.widths[-1] // 2
+    mean_bnn = BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=bnn.prior, likelihood=Gaussian(),
+                   dtype=bnn.dtype)  # fmt: skip
+    positions, info = pretrain_map(
+        rng_key, mean_bnn, data, mean_bnn.default_hyperparameters(), training, val_data, num_starts=num_members
+    )
+    ref = data if val_data is None else val_data
+
+    def widen(position: Array) -> Array:
+        layers = mean_bnn.unflatten(position)
+        rms = jnp.sqrt(jnp.mean(jnp.square(ref.y - mean_bnn.apply(layers, ref.x)), axis=0))
+        raw = inverse_softplus(jnp.maximum(rms - lik.min_std, 0.1 * lik.min_std))
+        last = layers[-1]
+        head = Layer(
+            jnp.concatenate([last.kernel, jnp.zeros_like(last.kernel)], axis=1),
+            jnp.concatenate([last.bias, raw.astype(last.bias.dtype)]),
+        )
+        return flatten((*layers[:-1], head))
+
+    return jax.vmap(widen)(positions).astype(bnn.jdtype), info
+
+
 def fit_ensemble(
     rng_key: Array,
     bnn: BNN,
@@ -132,7 +172,12 @@ def fit_ensemble(
     hyper = bnn.default_hyperparameters()
     m = int(config.num_members)
     t0 = time.perf_counter()
-    positions, map_info = pretrain_map(rng_key, bnn, data, hyper, config.training, val_data, num_starts=m)
+    mean_key, full_key = jax.random.split(rng_key)
+    starts, mean_info = mean_first_starts(mean_key, bnn, data, config.training, m, val_data)
+    positions, map_info = pretrain_map(
+        full_key, bnn, data, hyper, config.training, val_data, num_starts=m, initial_positions=starts
+    )
+    map_info = map_info._replace(num_grad_evals=map_info.num_grad_evals + mean_info.num_grad_evals)
     positions = jax.block_until_ready(positions)
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))
