@@ -555,6 +555,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
     features = list(fitted.feature_names)
     ev = evaluate(fitted, score_df[features], score_df["y"].to_numpy(np.float64), levels=LEVELS)["original"]
     cov = ev.get("coverage_interval", {})
+    report = report.to_json()  # the typed FitReport as the JSON a model file stores: recorded as it is
     sampler = report.get("sampler", {}) or {}
     return {
         "seconds": seconds,

@@ -133,14 +133,15 @@ class _ReachedTraining(Exception):
 
 @pytest.fixture
 def no_sampling(monkeypatch):
-    import sigmabnn.train
-    import sigmabnn.vi
+    import sigmabnn.fitting.trainers
 
     def stop(*args, **kwargs):
         raise _ReachedTraining
 
-    monkeypatch.setattr(sigmabnn.train, "fit_mcmc", stop)
-    monkeypatch.setattr(sigmabnn.vi, "fit_vi", stop)
+    # the trainers call these names (imported at the top of fitting/trainers.py)
+    monkeypatch.setattr(sigmabnn.fitting.trainers, "fit_mcmc", stop)
+    monkeypatch.setattr(sigmabnn.fitting.trainers, "fit_vi", stop)
+    monkeypatch.setattr(sigmabnn.fitting.trainers, "fit_ensemble", stop)
 
 
 option_values = {
