@@ -324,6 +324,7 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     NUMPYRO: NUMPYRO,
     "chees-map": {"method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 250, "num_chains": 4},
     "chees-map-8x125": {"method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8},
+    "chees-map-16x64": {"method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 64, "num_chains": 16},
     "nuts-d6-short": {"method": "nuts", "max_tree_depth": 6, "num_warmup": 300, "num_samples": 250},
     "nuts-d6-16x64": {"method": "nuts", "max_tree_depth": 6, "num_warmup": 200, "num_samples": 64, "num_chains": 16},
     "chees-map-recal": {
@@ -332,7 +333,9 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     },
 }  # fmt: skip
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
-CANDIDATES = ("chees-map", "chees-map-8x125", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal")
+CANDIDATES = (
+    "chees-map", "chees-map-8x125", "chees-map-16x64", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal"
+)  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
 DEFAULT_METHODS = {"validate": VALIDATE_METHODS, "test": TEST_METHODS, "scaling": SCALING_METHODS}
@@ -553,7 +556,8 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         fitted, report = fit(str(path), "y", **kwargs)
         seconds = time.perf_counter() - t0
     features = list(fitted.feature_names)
-    ev = evaluate(fitted, score_df[features], score_df["y"].to_numpy(np.float64), levels=LEVELS)["original"]
+    scored = evaluate(fitted, score_df[features], score_df["y"].to_numpy(np.float64), levels=LEVELS)
+    ev, domain = scored["original"], scored.get("domain")  # domain: rows inside / outside the training domain
     cov = ev.get("coverage_interval", {})
     report = report.to_json()  # the typed FitReport as the JSON a model file stores: recorded as it is
     sampler = report.get("sampler", {}) or {}
@@ -561,6 +565,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         "seconds": seconds,
         "rmse": float(ev["rmse"]),
         "test_ll": -float(ev["nll"]),
+        "out_of_domain_fraction": None if domain is None else domain["n_out"] / scored["n"],
         **{f"coverage_{round(100 * lv)}": cov.get(f"{lv:g}") for lv in LEVELS},
         "kwargs": kwargs,
         "settings": dict(fitted.settings),
@@ -893,6 +898,7 @@ COLUMNS = [
     ("test_ll", "LL", ".3f"),
     ("coverage_68", "cov 68", ".3f"),
     ("coverage_95", "cov 95", ".3f"),
+    ("out_of_domain_fraction", "out of domain", ".3f"),
     ("peak_rss_mb", "peak RSS MB", ".0f"),
     ("load", "load start/end", ""),
     ("status_text", "status", ""),
@@ -928,6 +934,7 @@ def _runs_lines(data: dict[str, Any]) -> str:
             f"sigmabnn {m.get('sigmabnn')}, numpyro {m.get('numpyro')}; load average (1/5/15 min) "
             f"{m.get('load_average_1_5_15_at_start')} at the start, {m.get('load_average_1_5_15_at_end')} at the end; "
             f"command `{m.get('command')}`"
+            + (f"; pinned to CPU(s) {m['cpu_affinity']}" if m.get("cpu_affinity") is not None else "")
         )
     return "\n".join(lines) + "\n"
 
@@ -1079,7 +1086,9 @@ def render_test(data: dict[str, Any], validation: dict[str, Any] | None = None) 
         "chain, 1,000 warm-up, 2,000 draws). Every method trains on the table's training rows (sigmabnn's methods "
         "split them as fit does for any user) and is scored once on its test rows. Seconds: the training alone, in "
         "a fresh process (JAX compilation included). LL: mean log predictive density per test row in original "
-        "units. Coverage: fraction of test rows inside the central 68 % / 95 % predictive interval.\n\n",
+        "units. Coverage: fraction of test rows inside the central 68 % / 95 % predictive interval. Out of "
+        "domain: fraction of test rows a model flags as outside its training domain (`in_domain` false; "
+        "`sigmabnn.data.domain`), for the library's methods.\n\n",
     ]
     if data.get("smoke"):
         parts.append("**Smoke run: tiny budgets, the numbers mean nothing.**\n\n")
@@ -1163,6 +1172,8 @@ def _versions() -> dict[str, Any]:
         out["numpyro"] = numpyro.__version__
     except ImportError:
         out["numpyro"] = None
+    # the cores the run may use (a run pinned with taskset to one core of two says so)
+    out["cpu_affinity"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return out
 
 
