@@ -36,6 +36,7 @@ import numpy as np
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_map
 from sigmabnn.mcmc.algorithm import SamplingAlgorithm
+from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.mcmc.registry import make_algorithm
 from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
@@ -267,6 +268,9 @@ def fit_mcmc(
             noise = initial_noise_precision(bnn, data, config.hyperprior, positions)
             hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
         map_seconds = time.perf_counter() - t_start
+        if map_info is not None:
+            steps = int(np.max(np.asarray(map_info.num_steps_run)))
+            log_phase(f"map done ({num_chains} starts, up to {steps} steps)", map_seconds, progress)
         if checkpoint is not None:
             checkpoint.save_arrays("map", _pack_map(positions, hyper, map_info, map_seconds))
     t_map = time.perf_counter()
