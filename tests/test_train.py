@@ -59,6 +59,21 @@ def test_default_config_rule():
         default_config(0, 10)
 
 
+def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
+    from sigmabnn.fitting.spec import build_spec
+    from sigmabnn.names import DEFAULT_METHOD
+
+    assert DEFAULT_METHOD == "chees"
+    for n, params in ((100, 50), (8000, 561), (50_000, 5000)):
+        config = build_spec("y").mcmc_config(n, params)
+        assert config.kernel == "chees" and config.num_chains * config.num_samples == 1000
+        assert (config.num_warmup, config.max_tree_depth) == (300, 7) and config.map == default_config(n, params).map
+    # a method or a chain count given explicitly keeps its own defaults
+    nuts = build_spec("y", method="nuts").mcmc_config(100, 50)
+    assert (nuts.kernel, nuts.num_chains, nuts.num_warmup, nuts.max_tree_depth) == ("nuts", 4, 500, 10)
+    assert build_spec("y", num_chains=2).mcmc_config(100, 50).num_chains == 2
+
+
 def test_bad_settings_raise_value_error():
     bnn, data = linear_problem()
     key = jax.random.PRNGKey(0)

@@ -49,7 +49,7 @@ from sigmabnn.fitting.report import FitReport
 from sigmabnn.fitting.run import run_fit
 from sigmabnn.fitting.spec import FitSpec, build_spec, json_value
 from sigmabnn.io.checkpoint import Checkpoint
-from sigmabnn.names import ENSEMBLE_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, METHODS, VI_METHODS
+from sigmabnn.names import DEFAULT_METHOD, ENSEMBLE_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, METHODS, VI_METHODS
 from sigmabnn.recalibration import recalibrate as recalibrate_model
 
 __all__ = [
@@ -73,14 +73,14 @@ def fit(
     target: str,
     features: Sequence[str] | None = None,
     *,
-    method: str = "nuts",
+    method: str = DEFAULT_METHOD,
     architecture: str | Sequence[int] = "auto",
     activation: str = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
     split: Sequence[float] = (0.8, 0.1, 0.1),
     seed: int = 0,
-    num_chains: int = 4,
+    num_chains: int | None = None,
     num_warmup: int | None = None,
     num_samples: int | None = None,
     learn_noise: bool = True,
@@ -104,15 +104,17 @@ def fit(
         target: the column to predict.
         features: input columns; default every other numeric column (after
             derived features are added, so those are included).
-        method: ``"nuts"``, ``"hmc"``, ``"chees"`` (ChEES-HMC), ``"mh"`` (MCMC), ``"bbb"``, ``"flipout"`` (VI)
-            or ``"ensemble"`` (deep ensemble with a learned variance).
+        method: ``"chees"`` (ChEES-HMC, the default), ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC), ``"bbb"``,
+            ``"flipout"`` (VI) or ``"ensemble"`` (deep ensemble with a learned variance).
+            Every MCMC method starts its chains from MAP fits; the default's settings
+            (chains, warm-up, draws, trajectory cap) are :func:`sigmabnn.train.default_config`.
         architecture: ``"auto"`` (``P-20-20-1``), ``"5-50-50-1"`` or a sequence of widths.
         activation: hidden-layer activation.
         log_target: model ``log10`` of the (positive) target.
         split_column: column with train/val/test labels; else a random split by ``split``.
         split: train, validation, test fractions of the random split.
         seed: seed of the split and of the run (``jax.random.key(seed)``).
-        num_chains: MCMC chains (ignored by VI).
+        num_chains: MCMC chains (default: the method's, :func:`sigmabnn.train.default_config`; ignored by VI).
         num_warmup: warm-up iterations per chain (default scaled to the problem,
             :func:`sigmabnn.train.default_config`); VI: ignored.
         num_samples: kept draws per chain (MCMC); VI: draws from q in total.

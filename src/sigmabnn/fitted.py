@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sigmabnn.calibration import Calibration
+from sigmabnn.data.domain import Domain
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.dtypes import resolve
@@ -57,6 +58,10 @@ class FittedModel:
         calibration: quantile recalibration of the predictive intervals learned on held-out
             rows (:class:`~sigmabnn.calibration.Calibration`, made by
             :func:`sigmabnn.recalibration.recalibrate`), or ``None``.
+        domain: the training domain (:class:`~sigmabnn.data.domain.Domain`: standardised
+            reference inputs and the threshold of the in-domain test), or ``None`` (a model
+            saved before domains were stored, or trained on fewer than 3 rows): then
+            predictions carry no ``in_domain`` flag.
     """
 
     bnn: BNN
@@ -73,6 +78,7 @@ class FittedModel:
     data_fingerprint: str = ""
     created: str = field(default_factory=now_iso)
     calibration: Calibration | None = None
+    domain: Domain | None = None
 
     @property
     def num_features(self) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "CLI_METHODS",
+    "DEFAULT_METHOD",
     "ENSEMBLE_METHODS",
     "LIKELIHOOD_NAMES",
     "MCMC_METHODS",
@@ -24,6 +25,9 @@ ENSEMBLE_METHODS: tuple[str, ...] = ("ensemble",)
 """Deep ensembles (:func:`sigmabnn.ensemble.fit_ensemble`)."""
 METHODS: tuple[str, ...] = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
 """Every method, in the order error messages list them."""
+DEFAULT_METHOD: str = "chees"
+"""The method of a fit that names none: ChEES-HMC from MAP starts (:func:`sigmabnn.train.default_config`;
+chosen on validation rows, ``benchmarks/results/defaults_validation.md``)."""
 CLI_METHODS: tuple[str, ...] = ("nuts", "hmc", "chees", "mh", *VI_METHODS, *ENSEMBLE_METHODS)
 """The same methods in the order ``sigmabnn train --method`` lists them (ChEES beside the other HMC samplers)."""
 LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t")

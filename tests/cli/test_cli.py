@@ -19,6 +19,8 @@ from sigmabnn.cli.main import main
 TINY = ["--chains", "2", "--warmup", "60", "--draws", "40", "--arch", "2-8-1", "--seed", "1"]
 LEVEL_COLUMNS = ["lower_0.68", "upper_0.68", "lower_0.95", "upper_0.95"]
 COLUMNS = ["mean", "std", "epistemic_std", "aleatoric_std", *LEVEL_COLUMNS]
+#: Last columns of every prediction of a model that stores its training domain.
+DOMAIN_COLUMNS = ["in_domain", "domain_distance"]
 
 
 def synthetic_table(n: int, seed: int) -> pd.DataFrame:
@@ -93,9 +95,10 @@ def test_predict_columns_and_consistency(model: Path, workdir: Path) -> None:
     out = workdir / "pred.csv"
     assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out)]) == 0
     pred = pd.read_csv(out)
-    assert list(pred.columns) == COLUMNS
+    assert list(pred.columns) == [*COLUMNS, *DOMAIN_COLUMNS]
     assert len(pred) == 60
-    assert np.all(np.isfinite(pred.to_numpy()))
+    assert np.all(np.isfinite(pred[COLUMNS].to_numpy()))
+    assert pred["in_domain"].dtype == bool and pred["in_domain"].mean() > 0.9  # held-out rows of the same inputs
     # total variance = epistemic + aleatoric (law of total variance over the sampled networks)
     np.testing.assert_allclose(pred["std"] ** 2, pred["epistemic_std"] ** 2 + pred["aleatoric_std"] ** 2, rtol=1e-6)
     # nested intervals around the mean
@@ -112,8 +115,10 @@ def test_predict_float32_agrees_with_float64(model: Path, workdir: Path) -> None
     assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out64)]) == 0
     assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(out32), "--float32"]) == 0
     a, b = pd.read_csv(out64), pd.read_csv(out32)
-    assert list(a.columns) == list(b.columns) == COLUMNS
-    np.testing.assert_allclose(b.to_numpy(), a.to_numpy(), rtol=1e-4, atol=1e-6)
+    assert list(a.columns) == list(b.columns) == [*COLUMNS, *DOMAIN_COLUMNS]
+    np.testing.assert_allclose(b.drop(columns="in_domain").to_numpy(), a.drop(columns="in_domain").to_numpy(),
+                               rtol=1e-4, atol=1e-6)  # fmt: skip
+    assert (a["in_domain"] == b["in_domain"]).all()
 
 
 def test_predict_to_stdout_matches_file_and_levels(model: Path, workdir: Path, capsys) -> None:
@@ -130,6 +135,7 @@ def test_predict_to_stdout_matches_file_and_levels(model: Path, workdir: Path, c
         "epistemic_std",
         "aleatoric_std",
         *["lower_0.5", "upper_0.5", "lower_0.99", "upper_0.99"],
+        *DOMAIN_COLUMNS,
     ]
     pd.testing.assert_frame_equal(from_stdout, from_file)
 
@@ -139,7 +145,7 @@ def test_predict_with_inputs_keeps_rows(model: Path, workdir: Path) -> None:
     assert main(["predict", str(model), str(workdir / "test.csv"), "--with-inputs", "-o", str(out)]) == 0
     pred = pd.read_csv(out)
     test = pd.read_csv(workdir / "test.csv")
-    assert list(pred.columns) == [*test.columns, *COLUMNS]
+    assert list(pred.columns) == [*test.columns, *COLUMNS, *DOMAIN_COLUMNS]
     np.testing.assert_allclose(pred["a"], test["a"])
 
 
@@ -147,7 +153,7 @@ def test_log_target_has_log_space_columns(log_model: Path, workdir: Path) -> Non
     out = workdir / "pred_log.csv"
     assert main(["predict", str(log_model), str(workdir / "test.csv"), "-o", str(out)]) == 0
     pred = pd.read_csv(out)
-    assert list(pred.columns) == COLUMNS + [f"log10_{c}" for c in COLUMNS]
+    assert list(pred.columns) == COLUMNS + [f"log10_{c}" for c in COLUMNS] + DOMAIN_COLUMNS
     # the derived input was recomputed from the raw columns (test.csv has no column ab)
     assert "ab" not in pd.read_csv(workdir / "test.csv").columns
     # intervals in the original space are the back-transformed log-space intervals (quantiles commute with 10**)
@@ -265,7 +271,7 @@ def test_predict_without_intervals(model: Path, workdir: Path, capsys) -> None:
     out = workdir / "pred_moments.csv"
     assert main(["predict", str(model), str(workdir / "test.csv"), "--no-intervals", "-o", str(out)]) == 0
     moments = pd.read_csv(out)
-    assert list(moments.columns) == ["mean", "std", "epistemic_std", "aleatoric_std"]
+    assert list(moments.columns) == ["mean", "std", "epistemic_std", "aleatoric_std", *DOMAIN_COLUMNS]
     assert main(["predict", str(model), str(workdir / "test.csv"), "-o", str(workdir / "pred_default.csv")]) == 0
     full = pd.read_csv(workdir / "pred_default.csv")
     pd.testing.assert_frame_equal(moments, full[moments.columns])  # the same moments as the default call

@@ -46,3 +46,31 @@ def test_disabled_or_terminal_only_is_silent_in_a_log():
         with ProgressBar(10, "sample", enabled=enabled, stream=log) as bar:
             bar.update(10)
         assert log.getvalue() == ""
+
+
+def test_a_phase_without_a_bar_gets_one_line_in_a_log_only():
+    log = io.StringIO()
+    progress.log_phase("map done (4 starts, up to 800 steps)", 75.4, True, stream=log)
+    assert log.getvalue() == "map done (4 starts, up to 800 steps): 01:15 elapsed\n"
+    for enabled, stream in ((True, _Tty()), (None, io.StringIO()), (False, io.StringIO())):
+        progress.log_phase("map done", 1.0, enabled, stream=stream)
+        assert stream.getvalue() == ""
+
+
+def test_fit_logs_the_map_phase_then_the_sampling_phases(capsys):
+    """A fit whose stderr is not a terminal (here: captured) writes the MAP line before the sampler's."""
+    import jax
+    import numpy as np
+
+    from sigmabnn.map import MAPConfig
+    from sigmabnn.model import BNN, Data, parse_architecture
+    from sigmabnn.train import MCMCConfig, fit_mcmc
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 1))
+    data = Data(x, np.sin(x))
+    config = MCMCConfig(kernel="hmc", num_chains=1, num_warmup=20, num_samples=10, map=MAPConfig(num_steps=100))
+    fit_mcmc(jax.random.key(0), BNN(parse_architecture("1-4-1")), data, config, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("map done (1 starts, up to ") and lines[0].endswith(" elapsed")
+    assert any(line.startswith("warmup done at 20/30 iterations") for line in lines[1:])

@@ -110,3 +110,32 @@ def test_errors_are_one_line(setup, tmp_path, capsys):
     _one_line_error(capsys, ["xsec", str(tmp_path), str(points)], "no cross-section models")
     _one_line_error(capsys, ["xsec", str(models), str(tmp_path / "missing.slha")], "not found")
     assert not list(Path(tmp_path).glob(".*tmp"))
+
+
+def test_points_outside_a_models_training_domain_are_flagged_with_one_warning(setup, tmp_path, capsys):
+    from sigmabnn.data.domain import Domain
+    from sigmabnn.predict import feature_matrix_for
+
+    root, _, _, rows, fitted = setup
+    process = PROCESSES[0]
+    f = fitted[process]
+    train = load_ewino().iloc[10:410]
+    domain = Domain.fit(f.x_transform.forward(feature_matrix_for(f, train)))
+    models = tmp_path / "models"
+    models.mkdir()
+    save_model(dataclasses.replace(f, domain=domain), models / f"{process.target}.model")
+    points = pd.concat([rows, rows.iloc[[0]]], ignore_index=True)
+    points.loc[3, "m_1000022"] = 50.0 * points["m_1000022"].abs().max()  # far beyond the training masses
+    frame = predict_xsections(load_surrogates(models), points)
+    expected = domain.contains(f.x_transform.forward(feature_matrix_for(f, points)))
+    assert frame["in_domain"].tolist() == expected.tolist() and not expected[3]
+    np.testing.assert_allclose(frame["domain_distance"], domain.distance(f.x_transform.forward(
+        feature_matrix_for(f, points))), rtol=1e-12)  # fmt: skip
+    points.to_csv(tmp_path / "points.csv", index=False)
+    capsys.readouterr()
+    assert main(["xsec", str(models), str(tmp_path / "points.csv"), "-o", str(tmp_path / "o.csv")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"warning: {int((~expected).sum())} of 4 points lie outside the training domain of at least one process "
+        "(in_domain false); their error bars are extrapolations, not to be trusted"
+    ]

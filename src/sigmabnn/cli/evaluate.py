@@ -15,7 +15,8 @@ HELP = "score a model on a labelled table: R^2, RMSE, NLL, residuals, coverage"
 DESCRIPTION = (
     "Score a model on a table that holds its input columns and the target: R^2, RMSE, negative log "
     "predictive density, mean and std of the standardised residuals, and coverage at 1/2/3 sigma and of the "
-    "central intervals; for a log target in log10 space and in the original space."
+    "central intervals; for a log target in log10 space and in the original space. For a model that stores its "
+    "training domain, the same metrics again for the rows inside and outside it."
 )
 
 
@@ -69,6 +70,20 @@ def print_metrics(metrics: dict[str, Any], file: Any = None) -> None:
         if space in metrics:
             print(f"{space} space:" if space == "log10" else "original space:", file=out)
             common.print_table(metric_rows(metrics[space]), file=out)
+
+
+def print_domain(metrics: dict[str, Any], file: Any = None) -> None:
+    """The rows inside and outside the training domain, and the metrics of each part (if any)."""
+    dom = metrics.get("domain")
+    if not dom:
+        return
+    out = sys.stdout if file is None else file
+    print(f"training domain: {dom['n_in']} rows inside, {dom['n_out']} outside (threshold {dom['threshold']:.4g})",
+          file=out)  # fmt: skip
+    for part, label in (("in", "inside"), ("out", "outside")):
+        if part in dom and dom["n_in"] and dom["n_out"]:  # one part alone repeats the metrics above
+            print(f"rows {label} the training domain ({dom['n_' + part]}):", file=out)
+            print_metrics(dom[part], file=out)
 
 
 REPORT_ROWS = (
@@ -149,4 +164,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{fitted.target_name}: {metrics.get('n', len(table))} rows of {data_path}")
         print_metrics(metrics)
+        print_domain(metrics)
     return 0

@@ -13,8 +13,11 @@ HELP = "predict with a model file: mean, std and intervals per row, as CSV"
 DESCRIPTION = (
     "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
     "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "
-    "for a log target also log10_mean, log10_std, ... in log10 space. --no-intervals leaves out the interval "
-    "columns and draws no noise samples."
+    "for a log target also log10_mean, log10_std, ... in log10 space; then in_domain (true/false: whether the "
+    "row lies within the training inputs) and domain_distance (mean distance to the 5 nearest training rows in "
+    "standardised inputs; in_domain is domain_distance <= the threshold stored in the model). Rows outside the "
+    "domain get error bars that are extrapolations: a warning line counts them. --no-intervals leaves out the "
+    "interval columns and draws no noise samples."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -57,8 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:
-    """Output columns, in order, from a :class:`sigmabnn.predict.Prediction`."""
+def prediction_columns(pred: Any, levels: tuple[float, ...], domain: bool = True) -> dict[str, Any]:
+    """Output columns, in order, from a :class:`sigmabnn.predict.Prediction` (``domain``: with
+    ``in_domain`` and ``domain_distance`` when the prediction has them)."""
     import numpy as np
 
     cols: dict[str, Any] = {
@@ -72,8 +76,23 @@ def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:
         cols[f"upper_{common.level_label(lv)}"] = np.asarray(pred.upper[lv])
     log = getattr(pred, "log_space", None)
     if log is not None:
-        cols.update({f"log10_{name}": value for name, value in prediction_columns(log, levels).items()})
+        cols.update({f"log10_{name}": value for name, value in prediction_columns(log, levels, False).items()})
+    if domain and getattr(pred, "in_domain", None) is not None:
+        cols["in_domain"] = np.asarray(pred.in_domain)
+        cols["domain_distance"] = np.asarray(pred.domain_distance)
     return {k: np.reshape(v, (np.shape(v)[0], -1))[:, 0] if np.ndim(v) > 1 else v for k, v in cols.items()}
+
+
+def domain_warning(pred: Any) -> str | None:
+    """One warning line counting the rows outside the training domain, or ``None`` if there are none."""
+    inside = getattr(pred, "in_domain", None)
+    if inside is None or inside.all():
+        return None
+    n_out = int((~inside).sum())
+    return (
+        f"warning: {n_out} of {inside.size} rows lie outside the training domain (in_domain false); "
+        "their error bars are extrapolations, not to be trusted"
+    )
 
 
 def write_csv(frame: Any, out: Any) -> None:
@@ -112,4 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
     write_csv(frame, out)
+    warning = domain_warning(pred)
+    if warning:
+        print(warning, file=sys.stderr)
     return 0

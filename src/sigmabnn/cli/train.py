@@ -20,7 +20,7 @@ from typing import Any
 from sigmabnn import interrupts
 from sigmabnn.cli import common
 from sigmabnn.errors import InputError
-from sigmabnn.names import CLI_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS
+from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
@@ -99,11 +99,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sampler.add_argument(
         "--method",
         choices=CLI_METHODS,
-        help="nuts, hmc, chees (ChEES-HMC: one adapted trajectory length shared by the chains), mh (MCMC), "
-        "bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
-        "variance; --chains/--warmup ignored by the last three); default nuts",
+        help="chees (ChEES-HMC: one adapted trajectory length shared by the chains; the default), nuts, hmc, "
+        "mh (MCMC), bbb, flipout (variational) or ensemble (5 MAP networks with a learned "
+        "variance; --chains/--warmup ignored by the last three)",
     )
-    sampler.add_argument("--chains", type=common.positive_int, metavar="N", help="number of chains (default 4)")
+    sampler.add_argument(
+        "--chains",
+        type=common.positive_int,
+        metavar="N",
+        help="number of chains (default 8 for chees, 4 for nuts, hmc, mh)",
+    )
     sampler.add_argument(
         "--warmup", type=common.nonnegative_int, metavar="N", help="warm-up steps per chain (default: scaled to data)"
     )
@@ -173,7 +178,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :func:`sigmabnn.api.fit` from the parsed options (only those given)."""
     kwargs: dict[str, Any] = {
-        "method": args.method or "nuts",
+        "method": args.method or DEFAULT_METHOD,
         "log_target": args.log_target,
         "seed": 0 if args.seed is None else args.seed,
         "progress": not args.quiet,

@@ -78,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
     surrogates = load_surrogates(args.models, args.process)
     points = read_points(args.points, columns=required_inputs(surrogates))
     frame = predict_xsections(surrogates, points, levels)
+    if "in_domain" in frame.columns and not frame["in_domain"].fillna(True).all():
+        outside = frame.loc[frame["in_domain"] == False, "point"].nunique()  # noqa: E712  (NaN: no domain)
+        print(
+            f"warning: {outside} of {len(points)} points lie outside the training domain of at least one process "
+            "(in_domain false); their error bars are extrapolations, not to be trusted",
+            file=sys.stderr,
+        )
     if args.write:
         for source, rows in frame.groupby("source", sort=False):
             results = {

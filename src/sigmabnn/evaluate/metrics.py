@@ -19,6 +19,9 @@ Definitions:
 - interval coverage: the fraction of ``y`` inside each central predictive
   interval, to compare with its level.
 - relative-error quantiles of ``|mean - y| / |y|``.
+- for a model with a stored training domain (:mod:`sigmabnn.data.domain`), the same metrics
+  for the rows inside the domain and for those outside it (``"domain"``), since error bars
+  outside the training inputs are extrapolations.
 """
 
 from __future__ import annotations
@@ -198,22 +201,42 @@ def evaluate(
         Each section holds ``r2``, ``rmse``, ``nll``, ``residual_mean``,
         ``residual_std``, ``coverage_sigma``, ``coverage_interval`` and
         (original space only) ``relative_error`` (see the module docstring).
+        For a model with a stored training domain, ``"domain"``: ``threshold``,
+        ``n_in`` and ``n_out`` (rows inside and outside the domain) and ``"in"`` /
+        ``"out"``, the same sections on those rows (a part without rows is left out).
     """
     scored = score(fitted, x_raw, y_raw, levels=levels, rng_key=rng_key, chunk_size=chunk_size)
-    pred, y = scored.prediction, scored.targets
+    y = scored.targets
     out: dict[str, Any] = {"n": int(y.shape[0]), "target": fitted.target_name}
+    out |= _sections(fitted, scored, slice(None))
+    inside = scored.prediction.in_domain
+    if inside is not None:
+        parts = {"in": inside, "out": ~inside}
+        out["domain"] = {
+            "threshold": float(fitted.domain.threshold),
+            "n_in": int(inside.sum()),
+            "n_out": int((~inside).sum()),
+            **{part: _sections(fitted, scored, rows) for part, rows in parts.items() if rows.any()},
+        }
+    return out
+
+
+def _rows(a: Any, rows: Any) -> Any:
+    return None if a is None else {k: v[rows] for k, v in a.items()} if isinstance(a, dict) else np.asarray(a)[rows]
+
+
+def _sections(fitted: FittedModel, scored: Any, rows: Any) -> dict[str, Any]:
+    """The metrics of each space (``log10`` for a log target, ``original``) on the ``rows`` of ``scored``."""
+    pred, y = scored.prediction, scored.targets[rows]
+    out: dict[str, Any] = {}
     if fitted.log_target:
         lp = pred.log_space
         out["log10"] = summary(
-            np.log10(y),
-            lp.mean,
-            lp.std,
-            lower=lp.lower,
-            upper=lp.upper,
-            log_density=scored.log_space_log_density,
-            relative=False,
-        )
+            np.log10(y), _rows(lp.mean, rows), _rows(lp.std, rows), lower=_rows(lp.lower, rows),
+            upper=_rows(lp.upper, rows), log_density=_rows(scored.log_space_log_density, rows), relative=False,
+        )  # fmt: skip
     out["original"] = summary(
-        y, pred.mean, pred.std, lower=pred.lower, upper=pred.upper, log_density=scored.log_density
-    )
+        y, _rows(pred.mean, rows), _rows(pred.std, rows), lower=_rows(pred.lower, rows),
+        upper=_rows(pred.upper, rows), log_density=_rows(scored.log_density, rows),
+    )  # fmt: skip
     return out

@@ -5,7 +5,9 @@
 3. train it with the method's :class:`~sigmabnn.fitting.trainers.Trainer` (a checkpointed MCMC
    run streams into its checkpoint, :mod:`sigmabnn.fitting.checkpointing`);
 4. score it (:mod:`sigmabnn.fitting.score`) and write the typed report (:class:`FitReport`);
-5. recalibrate its intervals if asked (:func:`sigmabnn.recalibration.recalibrate`) and save it
+5. fit the training domain (:class:`~sigmabnn.data.domain.Domain`, the out-of-domain test of
+   predictions) on the standardised training inputs;
+6. recalibrate its intervals if asked (:func:`sigmabnn.recalibration.recalibrate`) and save it
    at the checkpoint's path.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 import jax
 
+from sigmabnn.data.domain import Domain
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting import checkpointing, score
@@ -123,8 +126,9 @@ def run_fit(
     t_fit = time.perf_counter()
     trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings)
     timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
+    domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
-                    adapted=trained.adapted, diagnostics={})  # fmt: skip
+                    adapted=trained.adapted, diagnostics={}, domain=domain)  # fmt: skip
     t_metrics = time.perf_counter()
     metrics = score.metrics(fitted, prepared, spec.seed)
     timings["metrics_seconds"] = time.perf_counter() - t_metrics

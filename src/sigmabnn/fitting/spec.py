@@ -26,6 +26,7 @@ from sigmabnn.map import MAPConfig
 from sigmabnn.model.build import likelihood_for
 from sigmabnn.model.mlp import parse_architecture
 from sigmabnn.names import (
+    DEFAULT_METHOD,
     ENSEMBLE_METHODS,
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
@@ -90,15 +91,15 @@ class MethodSpec(NamedTuple):
 
     Attributes:
         name: one of :data:`sigmabnn.names.METHODS`.
-        num_chains: MCMC chains.
+        num_chains: MCMC chains (``None``: the method's default, :func:`~sigmabnn.train.default_config`).
         num_warmup: warm-up iterations per chain (``None``: scaled to the problem).
         num_samples: kept draws per chain (MCMC) or draws from q (VI); ``None``: the default.
         options: further fields of the method's config, as given (names checked; a MAP config as
             its fields, ``map`` replacing fields of the default MAP pretraining). Read-only.
     """
 
-    name: str = "nuts"
-    num_chains: int = 4
+    name: str = DEFAULT_METHOD
+    num_chains: int | None = None
     num_warmup: int | None = None
     num_samples: int | None = None
     options: Mapping[str, Any] = {}
@@ -141,9 +142,9 @@ class FitSpec(NamedTuple):
     def mcmc_config(self, n_train: int, num_params: int) -> MCMCConfig:
         """The MCMC config: :func:`~sigmabnn.train.default_config` for the problem size, then the options."""
         m = self.method
-        config = default_config(n_train, num_params)._replace(
-            kernel=m.name, num_chains=m.num_chains, learn_noise=self.learns_noise
-        )
+        config = default_config(n_train, num_params, m.name)._replace(learn_noise=self.learns_noise)
+        if m.num_chains is not None:
+            config = config._replace(num_chains=m.num_chains)
         if m.num_warmup is not None:
             config = config._replace(num_warmup=m.num_warmup)
         if m.num_samples is not None:
@@ -276,14 +277,14 @@ def build_spec(
     target: str,
     features: Sequence[str] | None = None,
     *,
-    method: str = "nuts",
+    method: str = DEFAULT_METHOD,
     architecture: str | Sequence[int] = "auto",
     activation: str | None = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
     split: Sequence[float] = (0.8, 0.1, 0.1),
     seed: int = 0,
-    num_chains: int = 4,
+    num_chains: int | None = None,
     num_warmup: int | None = None,
     num_samples: int | None = None,
     learn_noise: bool = True,
@@ -349,7 +350,7 @@ def build_spec(
         ),
         method=MethodSpec(
             name=method,
-            num_chains=int(num_chains),
+            num_chains=None if num_chains is None else int(num_chains),
             num_warmup=None if num_warmup is None else int(num_warmup),
             num_samples=None if num_samples is None else int(num_samples),
             options=_method_options(method, method_options),

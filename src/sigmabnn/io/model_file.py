@@ -9,12 +9,17 @@ Layout of a model directory::
                  data_fingerprint, created, optionally "calibration" (the
                  quantile recalibration map: method, split, n, pit rows; see
                  sigmabnn.calibration; absent in files saved without one),
+                 optionally "domain" (the training domain's metric, k,
+                 threshold and quantile; see sigmabnn.data.domain; absent in
+                 files saved before it existed),
                  and "arrays": the manifest
                  name -> {"shape": [...], "dtype": "float64"}
     arrays.npz   one .npy member per manifest entry (uncompressed; never pickled):
                  positions [C, S, num_params], noise_precision [C, S],
                  weight_precision [C, S, L], bias_precision [C, S, L],
-                 adapted.<name> (adapted sampler parameters, optional)
+                 adapted.<name> (adapted sampler parameters, optional),
+                 domain_reference [m, p] float64 (the domain's standardised
+                 reference inputs; with "domain" only)
 
 Saving is atomic (:func:`sigmabnn.io.atomic.atomic_directory`): the directory
 appears complete or not at all. A run trained with a checkpoint
@@ -49,6 +54,7 @@ import numpy as np
 
 from sigmabnn._version import __version__
 from sigmabnn.calibration import Calibration
+from sigmabnn.data.domain import Domain
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
@@ -89,6 +95,9 @@ MAX_NDIM = 4
 _ARRAY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 _DRAW_ARRAYS = ("positions", "noise_precision", "weight_precision", "bias_precision")
 _ADAPTED_PREFIX = "adapted."
+_DOMAIN_ARRAY = "domain_reference"
+#: The one domain metric so far (:mod:`sigmabnn.data.domain`); a file naming another is refused.
+DOMAIN_METRIC = "knn_mean_euclidean_standardised"
 _ADAPTED_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
 _LIKELIHOOD_CLASSES = {cls.__name__: cls for cls in LIKELIHOODS.values()}
 _PRIOR_CLASSES = {"GaussianPrior": GaussianPrior}
@@ -161,7 +170,14 @@ def _arrays_of(fitted: FittedModel) -> dict[str, np.ndarray]:
         if a.dtype.name not in _ADAPTED_DTYPES:
             raise ValueError(f"adapted parameter {name!r} has unsupported dtype {a.dtype}")
         arrays[_ADAPTED_PREFIX + str(name)] = a
+    if fitted.domain is not None:
+        arrays[_DOMAIN_ARRAY] = np.ascontiguousarray(fitted.domain.reference, dtype=np.float64)
     return arrays
+
+
+def _domain_header(domain: Domain) -> dict[str, Any]:
+    return {"metric": DOMAIN_METRIC, "k": int(domain.k), "threshold": float(domain.threshold),
+            "quantile": float(domain.quantile)}  # fmt: skip
 
 
 def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: bool = True) -> dict[str, Any]:
@@ -189,6 +205,7 @@ def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: boo
         "diagnostics": to_jsonable(fitted.diagnostics),
         "data_fingerprint": fitted.data_fingerprint,
         **({} if fitted.calibration is None else {"calibration": fitted.calibration.to_json()}),
+        **({} if fitted.domain is None else {"domain": _domain_header(fitted.domain)}),
         "draws": {"num_chains": fitted.draws.num_chains, "num_draws": fitted.draws.num_draws},
         "arrays": {name: {"shape": list(a.shape), "dtype": a.dtype.name} for name, a in arrays.items()},
     }
@@ -346,7 +363,7 @@ def _validate_header(h: Any) -> dict[str, Any]:
     specs: dict[str, tuple[tuple[int, ...], np.dtype, int]] = {}
     for name, entry in manifest.items():
         base = name[len(_ADAPTED_PREFIX) :] if name.startswith(_ADAPTED_PREFIX) else name
-        if not _ARRAY_NAME.match(base) or (name == base and name not in _DRAW_ARRAYS):
+        if not _ARRAY_NAME.match(base) or (name == base and name not in (*_DRAW_ARRAYS, _DOMAIN_ARRAY)):
             raise _fail(f"unexpected array {name!r} in the manifest")
         specs[name] = _shape_bytes(name, entry)
     for name in _DRAW_ARRAYS:
@@ -369,7 +386,34 @@ def _validate_header(h: Any) -> dict[str, Any]:
             raise _fail(f"array {name!r} has dtype {dtype.name}, the network {net['dtype']}")
         if name in expected and shape != expected[name]:
             raise _fail(f"array {name!r} must have shape {list(expected[name])}, declared {list(shape)}")
+    _validate_domain(h, specs, widths[0])
     return specs
+
+
+def _validate_domain(h: dict[str, Any], specs: dict[str, Any], num_features: int) -> None:
+    """The optional ``domain`` entry and its ``domain_reference`` array: both or neither, consistent."""
+    if "domain" not in h:
+        if _DOMAIN_ARRAY in specs:
+            raise _fail(f"the manifest has {_DOMAIN_ARRAY!r} but model.json has no 'domain'")
+        return
+    dom = h["domain"]
+    if not isinstance(dom, dict) or set(dom) != {"metric", "k", "threshold", "quantile"}:
+        raise _fail("domain must be an object with exactly 'metric', 'k', 'threshold' and 'quantile'")
+    if dom["metric"] != DOMAIN_METRIC:
+        raise _fail(f"unknown domain metric {dom['metric']!r} (this sigmabnn reads {DOMAIN_METRIC!r})")
+    if _DOMAIN_ARRAY not in specs:
+        raise _fail(f"model.json has a 'domain' but the manifest lacks the array {_DOMAIN_ARRAY!r}")
+    shape, dtype, _ = specs[_DOMAIN_ARRAY]
+    if len(shape) != 2 or shape[0] < 2 or shape[1] != num_features or dtype.name != "float64":
+        raise _fail(f"array {_DOMAIN_ARRAY!r} must be float64 [m >= 2, {num_features}], declared {list(shape)}")
+    k, threshold, quantile = dom["k"], dom["threshold"], dom["quantile"]
+    if not _is_int(k) or not 1 <= k < shape[0]:
+        raise _fail(f"domain k must be an integer from 1 to {shape[0] - 1}, got {k!r}")
+    for key, value in (("threshold", threshold), ("quantile", quantile)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise _fail(f"domain {key} must be a finite number, got {value!r}")
+    if threshold < 0 or not 0 < quantile <= 1:
+        raise _fail(f"domain threshold must be >= 0 and quantile in (0, 1], got {threshold!r} and {quantile!r}")
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -531,6 +575,7 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
             except ValueError as err:
                 raise _fail(f"invalid calibration: {err}") from None
         arrays = _load_arrays(path / ARRAYS_NAME, specs, verify_checksums)
+        domain = _domain_of(header, arrays)
     except ModelFileError:
         raise
     except (OSError, zipfile.BadZipFile, EOFError, ValueError, KeyError, TypeError, MemoryError) as err:
@@ -566,4 +611,16 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
         data_fingerprint=header["data_fingerprint"],
         created=header["created"],
         calibration=calibration,
+        domain=domain,
     )
+
+
+def _domain_of(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> Domain | None:
+    """The stored training domain (validated by :func:`_validate_domain`), or ``None``."""
+    if "domain" not in header:
+        return None
+    dom = header["domain"]
+    try:
+        return Domain(reference=arrays[_DOMAIN_ARRAY], k=dom["k"], threshold=dom["threshold"], quantile=dom["quantile"])
+    except ValueError as err:  # e.g. non-finite reference values
+        raise _fail(f"invalid domain: {err}") from None

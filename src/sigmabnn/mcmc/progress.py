@@ -6,7 +6,9 @@ runs inside ``lax.scan``). On a terminal it is a bar redrawn in place
 redrawn bar would be noise, so it writes whole lines instead: one when the run
 is :data:`ESTIMATE_FRACTION` done (elapsed time and an estimate of the time
 left), one when a phase ends (the description changes, e.g. from ``"warmup"``
-to ``"sample"``) and one when the run closes. Silent when disabled.
+to ``"sample"``) and one when the run closes. Silent when disabled. A phase without a bar
+(MAP pretraining, whose length early stopping decides) gets one line when it ends in a log
+(:func:`log_phase`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ def _format_seconds(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours:d}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def log_phase(what: str, seconds: float, enabled: bool | None = True, stream: TextIO | None = None) -> None:
+    """One line ``"<what>: mm:ss elapsed"`` for a phase that ended, in a log only (not a terminal, not
+    when ``enabled`` is ``False`` or ``None``), as :class:`ProgressBar` writes its lines."""
+    stream = stream if stream is not None else sys.stderr
+    if enabled is True and not bool(getattr(stream, "isatty", lambda: False)()):
+        stream.write(f"{what}: {_format_seconds(seconds)} elapsed\n")
+        stream.flush()
 
 
 class ProgressBar:

@@ -44,6 +44,12 @@ class Prediction(NamedTuple):
             unless asked for.
         log_space: for a log target, the same summaries of ``log10 y``
             (whose ``log_space`` is ``None``); ``None`` otherwise.
+        domain_distance: ``[n]`` distance of each point from the training inputs
+            (:class:`~sigmabnn.data.domain.Domain`: mean Euclidean distance to the 5 nearest
+            standardised training rows), or ``None`` for a model without a stored domain.
+        in_domain: ``[n]`` bool, ``domain_distance <= threshold`` (the threshold fitted on the
+            training rows and stored in the model): ``False`` marks points whose error bars
+            are extrapolations not to be trusted; ``None`` without a stored domain.
     """
 
     mean: np.ndarray
@@ -56,6 +62,8 @@ class Prediction(NamedTuple):
     covariance: np.ndarray | None = None
     samples: np.ndarray | None = None
     log_space: Prediction | None = None
+    domain_distance: np.ndarray | None = None
+    in_domain: np.ndarray | None = None
 
 
 def predict(
@@ -157,12 +165,25 @@ def predict_points(
     )
     samples = np.moveaxis(out["samples"], -1, 0) if return_samples else None  # [S, n, t]
     quantiles = out.get("quantiles", {})
-    pred = _assemble(out["log"], quantiles.get("log"), samples, lv, None)
+    domain = _domain_columns(fitted, points)
+    pred = _assemble(out["log"], quantiles.get("log"), samples, lv, None)._replace(**domain)
     if log10:
         pred = _assemble(
             out["orig"], quantiles.get("orig"), None if samples is None else np.power(10.0, samples), lv, pred
-        )
+        )._replace(**domain)
     return pred, {k: out[k] for k in ("lpd", "pit") if k in out}
+
+
+def _domain_columns(fitted: FittedModel, points: Points) -> dict[str, np.ndarray]:
+    """``domain_distance`` and ``in_domain`` of the points (empty without a stored domain).
+
+    The points' standardised inputs are in the model's dtype; a float32 model's rounding
+    (relative ``1e-7``) is far below any threshold.
+    """
+    if fitted.domain is None:
+        return {}
+    distance = fitted.domain.distance(np.asarray(points.z, dtype=np.float64))
+    return {"domain_distance": distance, "in_domain": distance <= fitted.domain.threshold}
 
 
 def _assemble(

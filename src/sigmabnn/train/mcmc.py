@@ -36,6 +36,7 @@ import numpy as np
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_map
 from sigmabnn.mcmc.algorithm import SamplingAlgorithm
+from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.mcmc.registry import make_algorithm
 from sigmabnn.mcmc.run import RunConfig, sample
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
@@ -125,30 +126,43 @@ class TrainInfo(NamedTuple):
     learn_prior: bool
 
 
-def default_config(n_data: int, num_params: int) -> MCMCConfig:
-    """A configuration scaled to the problem size.
+#: ChEES-HMC's defaults, the library's default sampler (:data:`sigmabnn.names.DEFAULT_METHOD`): chains,
+#: warm-up, kept draws per chain, and the trajectory cap ``2**max_tree_depth - 1`` leapfrog steps.
+#: Chosen on validation rows of a battery of tables (``benchmarks/defaults.py --phase validate``).
+CHEES_DEFAULTS = {"num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7}
+
+
+def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCConfig:
+    """A configuration of ``kernel`` scaled to the problem size.
 
     The rule:
 
-    - 4 chains x 250 draws = 1000 networks (the thesis keeps 1000), no thinning;
-    - warm-up 500 iterations below 200 parameters, 1000 below 2000, else 1500
-      (larger networks need longer slow windows to estimate the mass matrix
-      and settle the step size);
-    - MAP: full batch, 2000 Adam steps (learning rate 1e-2, patience 200) up to
-      20,000 points; above that minibatches of 1024 for ``max(10, ceil(2000 * 1024 / n))``
+    - ``"chees"`` (the library's default method): :data:`CHEES_DEFAULTS`, 8 chains x 125 draws =
+      1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration. The
+      chains share one adapted step size and trajectory length, so they adapt together quickly;
+      more chains from separate MAP starts cover more of the posterior's modes than a few long
+      ones at the same cost (Sommer et al. 2024, arXiv:2402.01484);
+    - the other kernels: 4 chains x 250 draws = 1000 networks (the thesis keeps 1000), no
+      thinning; warm-up 500 iterations below 200 parameters, 1000 below 2000, else 1500
+      (larger networks need longer slow windows to estimate the mass matrix and settle the
+      step size); NUTS at its usual maximal tree depth 10;
+    - MAP starts for every kernel: full batch, 2000 Adam steps (learning rate 1e-2, patience 200)
+      up to 20,000 points; above that minibatches of 1024 for ``max(10, ceil(2000 * 1024 / n))``
       epochs, i.e. about 2000 steps and at least 10 passes over the data.
     """
     if int(n_data) < 1:
         raise ValueError(f"n_data must be >= 1, got {n_data}")
     if int(num_params) < 1:
         raise ValueError(f"num_params must be >= 1, got {num_params}")
-    num_warmup = 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
     if n_data <= 20_000:
         map_config = MAPConfig(learning_rate=1e-2, num_steps=2000, patience=200)
     else:
         epochs = max(10, math.ceil(2000 * 1024 / n_data))
         map_config = MAPConfig(learning_rate=1e-2, num_epochs=epochs, batch_size=1024, patience=200)
-    return MCMCConfig(num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
+    if kernel == "chees":
+        return MCMCConfig(kernel="chees", thin=1, map=map_config, **CHEES_DEFAULTS)
+    num_warmup = 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
+    return MCMCConfig(kernel=kernel, num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
 
 
 def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
@@ -267,6 +281,9 @@ def fit_mcmc(
             noise = initial_noise_precision(bnn, data, config.hyperprior, positions)
             hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
         map_seconds = time.perf_counter() - t_start
+        if map_info is not None:
+            steps = int(np.max(np.asarray(map_info.num_steps_run)))
+            log_phase(f"map done ({num_chains} starts, up to {steps} steps)", map_seconds, progress)
         if checkpoint is not None:
             checkpoint.save_arrays("map", _pack_map(positions, hyper, map_info, map_seconds))
     t_map = time.perf_counter()

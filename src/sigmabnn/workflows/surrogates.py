@@ -317,7 +317,9 @@ def predict_xsections(
     Returns:
         Columns ``point`` (row number), ``source`` (if present), ``process``, ``label``, ``xsec``
         (predictive mean, in the training data's unit), ``std`` (predictive std), ``median``
-        (``10**`` of the mean of ``log10 xsec``), ``lower_<level>``, ``upper_<level>``.
+        (``10**`` of the mean of ``log10 xsec``), ``lower_<level>``, ``upper_<level>``, and for
+        models that store their training domain ``in_domain`` and ``domain_distance``
+        (:class:`~sigmabnn.predict.Prediction`; empty for a model without one).
 
     Raises:
         DataError: missing or non-finite inputs.
@@ -339,6 +341,9 @@ def predict_xsections(
         for lv in pred.levels:
             frame[f"lower_{lv:g}"] = pred.lower[lv][:, 0]
             frame[f"upper_{lv:g}"] = pred.upper[lv][:, 0]
+        if pred.in_domain is not None:
+            frame["in_domain"] = pred.in_domain
+            frame["domain_distance"] = pred.domain_distance
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
     return out.sort_values(["point", "process"], kind="stable").reset_index(drop=True)
