@@ -941,15 +941,17 @@ def _runs_lines(data: dict[str, Any]) -> str:
 
 def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per candidate, over the battery: median seconds, worst time ratio to the goal, mean |coverage - nominal|,
-    LL wins against ``previous-default`` (ties count as wins: no worse)."""
+    mean LL gap to the best candidate of each table, LL wins against ``previous-default`` (ties count as wins:
+    no worse), and whether :func:`choose` picks it."""
     tables = _by_table(records, "validate")
+    best_ll = {t: max((r["test_ll"] for r in recs.values() if _ok(r)), default=None) for t, recs in tables.items()}
     names: list[str] = []
     for recs in tables.values():
         names += [m for m in recs if m not in names]
     out = []
     for name in names:
-        secs, ratios, devs, wins, compared, bad = [], [], [], 0, 0, 0
-        for recs in tables.values():
+        secs, ratios, devs, gaps, wins, compared, bad = [], [], [], [], 0, 0, 0
+        for table, recs in tables.items():
             r = recs.get(name)
             if r is None:
                 continue
@@ -957,6 +959,7 @@ def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
                 bad += 1
                 continue
             secs.append(r["seconds"])
+            gaps.append(best_ll[table] - r["test_ll"])
             ratios.append(r["seconds"] / time_limit(int(r["n_train"]), int(r["num_features"])))
             devs += [
                 abs(r[f"coverage_{round(100 * lv)}"] - lv)
@@ -975,10 +978,30 @@ def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
                 "median_seconds": float(np.median(secs)) if secs else None,
                 "worst_time_ratio": max(ratios) if ratios else None,
                 "mean_abs_coverage_error": float(np.mean(devs)) if devs else None,
+                "mean_ll_gap": float(np.mean(gaps)) if gaps else None,
                 "ll_wins_vs_previous": f"{wins}/{compared}" if name != "previous-default" else "-",
             }
         )
+    chosen = choose(out, len(tables))
+    for row in out:
+        row["chosen"] = "chosen" if row["sampler"] == chosen else ""
     return out
+
+
+def choose(summary: Sequence[dict[str, Any]], num_tables: int) -> str | None:
+    """The rule that picks the default from the validation summary: among the candidates that ran on every
+    table and met the time goal on each (worst time / goal <= 1), the smallest mean LL gap to each table's
+    best candidate; ``None`` when no candidate qualifies. ``previous-default`` and ``sigmabnn`` are not
+    candidates."""
+    eligible = [
+        r
+        for r in summary
+        if r["sampler"] in CANDIDATES
+        and r["tables_ok"] == num_tables
+        and r["worst_time_ratio"] is not None
+        and r["worst_time_ratio"] <= 1.0
+    ]
+    return min(eligible, key=lambda r: r["mean_ll_gap"])["sampler"] if eligible else None
 
 
 SUMMARY_COLUMNS = [
@@ -988,7 +1011,9 @@ SUMMARY_COLUMNS = [
     ("median_seconds", "median s", ".1f"),
     ("worst_time_ratio", "worst time / goal", ".2f"),
     ("mean_abs_coverage_error", "mean abs(cov - nominal)", ".3f"),
+    ("mean_ll_gap", "mean LL gap to best", ".3f"),
     ("ll_wins_vs_previous", "LL >= previous-default", ""),
+    ("chosen", "rule", ""),
 ]
 
 
@@ -1009,7 +1034,13 @@ def render_validation(data: dict[str, Any]) -> str:
     parts.append(
         "\nWorst time / goal: the largest ratio of a candidate's seconds to the issue's time goal for the "
         "table's size (60 s up to 2,000 rows, 180 s up to 10^4, linear beyond). Mean abs(cov - nominal): "
-        "over tables and the 68 % and 95 % levels.\n\n"
+        "over tables and the 68 % and 95 % levels. Mean LL gap to best: the mean, over the tables a candidate "
+        "ran on, of the best candidate's validation LL on that table minus its own (0 = best everywhere).\n\n"
+        "**How the default is chosen** (`choose`): among the candidates that ran on every table and met the "
+        "time goal on each (worst time / goal <= 1), the one with the smallest mean LL gap to best; coverage is "
+        "reported beside it (recalibration is a candidate of its own). The library's default "
+        "(`sigmabnn.train.CHEES_DEFAULTS`) is set to the chosen candidate's options; the test phase "
+        "(`defaults.md`) then scores it once.\n\n"
     )
     parts.append("## Candidates' options\n\n")
     for name in dict.fromkeys(r["sampler"] for r in records):

@@ -273,6 +273,23 @@ def test_validation_summary(bench):
     assert "failed: too few rows" in md and "chees-map" in md
 
 
+def test_the_rule_picks_the_best_ll_among_candidates_that_meet_the_time_goal_everywhere(bench):
+    records = [
+        rec("a", "chees-map", phase="validate", test_ll=1.0, seconds=30.0),
+        rec("a", "chees-map-8x125", phase="validate", test_ll=1.1, seconds=40.0),
+        rec("a", "nuts-d6-short", phase="validate", test_ll=1.5, seconds=70.0),  # best LL, too slow
+        rec("b", "chees-map", phase="validate", test_ll=0.5, seconds=30.0),
+        rec("b", "chees-map-8x125", phase="validate", test_ll=0.7, seconds=40.0),
+        rec("b", "nuts-d6-short", phase="validate", test_ll=0.7, seconds=50.0),
+        rec("b", "chees-map-16x64", phase="validate", test_ll=0.9, seconds=30.0),  # ran on one table only
+        rec("a", "previous-default", phase="validate", test_ll=2.0, seconds=10.0),  # not a candidate
+    ]
+    rows = {r["sampler"]: r for r in bench.validation_summary(records)}
+    assert rows["chees-map-8x125"]["mean_ll_gap"] == pytest.approx((0.9 + 0.2) / 2)
+    assert [name for name, r in rows.items() if r["chosen"]] == ["chees-map-8x125"]
+    assert bench.choose([], 2) is None
+
+
 # --------------------------------------------------------------------------- resume
 
 
