@@ -20,7 +20,8 @@ variance) the ``K`` quantiles at probabilities ``(k + 1/2) / K`` with equal weig
 ``log p_t(y) - log p_mix(y)`` is smooth and bounded by ``log T``, so few nodes suffice, and the
 estimate is 0 when all components coincide and ``log T`` when they do not overlap. The outer mean
 runs over at most ``max_outer`` components, the middle one of each of ``max_outer`` equal blocks
-of the draws' order (all of them when ``T <= 32`` by default), the inner mixture over all ``T``. Cost per point: ``M K T`` component log densities.
+of the draws' order (all of them when ``T <= 32`` by default), the inner mixture over all ``T``.
+Cost per point: ``M K T`` component log densities.
 
 Classification models are scored from class probabilities ``[draws, n, classes]`` with the
 estimator ``H[mean_t p_t] - mean_t H[p_t]`` (the classification scores are a separate module);
@@ -39,7 +40,7 @@ from scipy import stats
 
 from sigmabnn.errors import InputError
 from sigmabnn.predict.components import Components
-from sigmabnn.predict.mixture import LN10, component_log_density, lognormal_parts
+from sigmabnn.predict.mixture import component_log_density, lognormal_parts
 
 __all__ = [
     "BALD_NODES",

@@ -112,7 +112,7 @@ def _check_starts(initial_positions: Any, trainer: Trainer, d: int) -> np.ndarra
     if k is None:
         raise InputError("initial_positions are for MCMC and ensemble fits; VI starts from its prior")
     if starts.shape != (k, d):
-        raise InputError(f"initial_positions must have shape ({k}, {d}) (one row per chain or member), got {starts.shape}")
+        raise InputError(f"initial_positions must have shape ({k}, {d}) (row per chain or member), got {starts.shape}")
     if not np.all(np.isfinite(starts)):
         raise InputError("initial_positions contain non-finite values")
     return starts

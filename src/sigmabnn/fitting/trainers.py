@@ -143,8 +143,10 @@ class MCMCTrainer:
     ) -> Trained:  # fmt: skip
         config = self.config
         try:
-            if starts is None and bnn.likelihood.name == "hetero_student_t" and (
-                checkpoint is None or checkpoint.load_arrays("map") is None
+            if (
+                starts is None
+                and bnn.likelihood.name == "hetero_student_t"
+                and (checkpoint is None or checkpoint.load_arrays("map") is None)
             ):
                 map_config = config.map if config.map is not None else self.default_map
                 starts, _ = scale_head_starts(
