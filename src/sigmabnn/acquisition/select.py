@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -60,6 +61,12 @@ class _Pool(NamedTuple):
     aleatoric: np.ndarray
 
 
+@jax.jit
+def _uniform(key: jax.Array, rows: jax.Array) -> jax.Array:
+    """A uniform score per row from ``fold_in(key, row)``: the same however the rows are chunked."""
+    return jax.vmap(lambda i: jax.random.uniform(jax.random.fold_in(key, i), dtype=jnp.float64))(rows)
+
+
 def candidate_scores(fitted: FittedModel, x: Any, criterion: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(scores [n], draw_means [n, T], aleatoric [n])`` of the rows of ``x`` under ``criterion``
     (not ``"random"``); ``draw_means`` are the networks' log-space means of the first target."""
@@ -67,12 +74,12 @@ def candidate_scores(fitted: FittedModel, x: Any, criterion: str) -> tuple[np.nd
     return _SCORES[criterion](comps), comps.mean[..., 0], aleatoric_variance(comps)
 
 
-def _check(fitted: FittedModel, n: int, criterion: str, batch: str, pool_size: int | None) -> int:
+def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_size: int | None) -> int:
     if criterion not in CRITERIA:
         raise InputError(f"unknown criterion {criterion!r}; choose one of {', '.join(CRITERIA)}")
     if batch not in BATCH_MODES:
         raise InputError(f"unknown batch mode {batch!r}; choose one of {', '.join(BATCH_MODES)}")
-    if fitted.bnn.likelihood.name == "categorical":
+    if criterion != "random" and fitted.bnn.likelihood.name == "categorical":
         raise InputError("these acquisition criteria are for regression models; this model is categorical")
     if not isinstance(n, int | np.integer) or n < 1:
         raise InputError(f"the number of points to choose must be a positive integer, got {n!r}")
@@ -93,7 +100,7 @@ def _merge(pool: _Pool | None, new: _Pool, keep: int) -> _Pool:
 
 
 def select(
-    fitted: FittedModel,
+    fitted: FittedModel | None,
     candidates: pd.DataFrame | Iterable[pd.DataFrame],
     n: int,
     *,
@@ -105,7 +112,7 @@ def select(
     """The ``n`` candidates to label next (module docstring), best first.
 
     Args:
-        fitted: a regression model with draws.
+        fitted: a regression model with draws (``None`` for ``"random"``).
         candidates: a DataFrame with the model's raw input columns (other columns are carried
             along), or an iterable of such chunks.
         n: how many to choose; fewer candidates than ``n``: all of them, ranked.
@@ -126,7 +133,7 @@ def select(
         if len(chunk) == 0:
             continue
         if criterion == "random":
-            u = np.asarray(jax.random.uniform(jax.random.fold_in(key, total), (len(chunk),), dtype=np.float64))
+            u = np.asarray(_uniform(key, jnp.arange(total, total + len(chunk))))
             new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
         else:
             new = _Pool(chunk, *candidate_scores(fitted, chunk, criterion))
