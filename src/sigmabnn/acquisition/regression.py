@@ -121,9 +121,7 @@ def _bald_chunk(mu: jax.Array, var: jax.Array, outer: jax.Array, x: jax.Array, w
     m_mix = jnp.mean(mu, axis=1)
     v_mix = jnp.var(mu, axis=1) + jnp.mean(var, axis=1)
     y_all = mu[:, :, None] + jnp.sqrt(var)[:, :, None] * x  # [c, T, K] every component's nodes
-    own_all = component_log_density(
-        mu[:, :, None, None], var[:, :, None, None], y_all[..., None], df
-    )  # [c, T, K]
+    own_all = component_log_density(mu[:, :, None, None], var[:, :, None, None], y_all[..., None], df)  # [c, T, K]
     g_all = jnp.sum(w * (own_all - _gaussian_log_density(m_mix, v_mix, y_all)), axis=-1)  # [c, T]
     y = y_all[:, outer, :]  # [c, M, K]
     logp = _node_log_densities(mu, var, y.reshape(c, -1), df).reshape(t_nets, c, outer.shape[0], x.shape[0])
