@@ -183,6 +183,7 @@ def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.Da
               "fit_seconds": time.perf_counter() - t0, "warm_start": starts is not None}  # fmt: skip
     if evaluate is not None:
         record.update(evaluate(fitted))
+    (directory / f"round_{k}").mkdir(exist_ok=True)
     save_model(fitted, directory / f"round_{k}" / "model")
     state["history"] = [h for h in state["history"] if h["round"] != k] + [record]
     state["fitted_round"] = k
@@ -194,6 +195,7 @@ def _label_round(directory: Path, config: LoopConfig, state: dict, pool: pd.Data
                  fitted: FittedModel | None, n: int) -> None:  # fmt: skip
     """Choose ``n`` rows of ``pool`` not chosen before (at random without a model), label, commit."""
     k = state["round"]
+    t0 = time.perf_counter()
     free = pool.drop(index=pool.index[state["chosen"]]) if state["chosen"] else pool
     if fitted is None or config.criterion == "random":
         chosen = select(fitted, free, n, criterion="random", seed=config.seed + k)
@@ -201,8 +203,13 @@ def _label_round(directory: Path, config: LoopConfig, state: dict, pool: pd.Data
         chosen = select(fitted, free, n, criterion=config.criterion, batch=config.batch, seed=config.seed + k)
     positions = [int(pool.index.get_loc(i)) for i in chosen.rows.index]
     rows = pool.iloc[positions]
+    t1 = time.perf_counter()
     labels = _labels(oracle, rows, config.spec.data.target)
+    (directory / f"round_{k}").mkdir(exist_ok=True)
     atomic_write_text(directory / f"round_{k}" / "labels.csv", labels.to_csv(index=False))
+    for h in state["history"]:
+        if h["round"] == k:
+            h.update(choose_seconds=t1 - t0, oracle_seconds=time.perf_counter() - t1)
     state["chosen"] = state["chosen"] + positions
     state["round"] = k + 1
     atomic_write_json(directory / STATE_FILE, state)
@@ -233,7 +240,8 @@ def run_loop(
 
     Returns:
         :class:`LoopResult`: the last model, the labelled rows and the fits' records
-        (``round``, ``n_labelled``, ``n_usable``, ``fit_seconds``, ``warm_start`` and ``evaluate``'s keys).
+        (``round``, ``n_labelled``, ``n_usable``, ``fit_seconds``, ``warm_start``, ``evaluate``'s keys
+        and, once the round's batch is labelled, ``choose_seconds`` and ``oracle_seconds``).
     """
     directory = Path(directory)
     if initial is None and config.initial_size < 1:
