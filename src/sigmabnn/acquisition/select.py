@@ -15,7 +15,7 @@ target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_ep
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -27,12 +27,13 @@ from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
 from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
+from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
 from sigmabnn.predict.components import draw_components
 
-__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "candidate_scores", "select"]
+__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "candidate_scores", "raw_inputs", "select"]
 
-CRITERIA: tuple[str, ...] = ("bald", "variance", "relative_std", "random")
-BATCH_MODES: tuple[str, ...] = ("greedy", "top")
+CRITERIA: tuple[str, ...] = ACQUISITION_CRITERIA
+BATCH_MODES: tuple[str, ...] = ACQUISITION_BATCH_MODES
 #: Candidates kept for the batch step per picked point, and at least this many (``pool_size`` default).
 POOL_PER_PICK, MIN_POOL = 20, 10_000
 
@@ -65,6 +66,25 @@ class _Pool(NamedTuple):
 def _uniform(key: jax.Array, rows: jax.Array) -> jax.Array:
     """A uniform score per row from ``fold_in(key, row)``: the same however the rows are chunked."""
     return jax.vmap(lambda i: jax.random.uniform(jax.random.fold_in(key, i), dtype=jnp.float64))(rows)
+
+
+def raw_inputs(fitted: FittedModel) -> list[str]:
+    """The model's raw input columns: its features less those it derives from them."""
+    derived = {name for name, _ in fitted.derived}
+    return [f for f in fitted.feature_names if f not in derived]
+
+
+def _inputs(fitted: FittedModel, chunk: pd.DataFrame, features: Sequence[str] | None) -> pd.DataFrame:
+    """What the model reads from ``chunk``: its raw inputs taken from the ``features`` columns."""
+    if features is None:
+        return chunk
+    raw = raw_inputs(fitted)
+    if len(features) != len(raw):
+        raise InputError(f"features names {len(features)} columns; the model has {len(raw)} inputs ({', '.join(raw)})")
+    missing = [c for c in features if c not in chunk.columns]
+    if missing:
+        raise InputError(f"candidate column {missing[0]!r} (from features) not found")
+    return pd.DataFrame({name: chunk[c].to_numpy() for name, c in zip(raw, features)}, index=chunk.index)
 
 
 def candidate_scores(fitted: FittedModel, x: Any, criterion: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -108,6 +128,7 @@ def select(
     batch: str = "greedy",
     pool_size: int | None = None,
     seed: int = 0,
+    features: Sequence[str] | None = None,
 ) -> Selection:
     """The ``n`` candidates to label next (module docstring), best first.
 
@@ -121,6 +142,8 @@ def select(
             ``"random"`` ignores it.
         pool_size: best rows kept for the batch step (default ``max(20 n, 10,000)``).
         seed: the key of ``"random"``'s scores (``jax.random.key(seed)``).
+        features: the candidate columns holding the model's raw inputs, in the order of
+            :func:`raw_inputs` (``None``: the columns named as the model's).
 
     Raises:
         InputError / DataError: bad arguments, a categorical model, missing or non-finite inputs.
@@ -136,7 +159,7 @@ def select(
             u = np.asarray(_uniform(key, jnp.arange(total, total + len(chunk))))
             new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
         else:
-            new = _Pool(chunk, *candidate_scores(fitted, chunk, criterion))
+            new = _Pool(chunk, *candidate_scores(fitted, _inputs(fitted, chunk, features), criterion))
         pool, total = _merge(pool, new, keep), total + len(chunk)
     if pool is None:
         raise InputError("no candidate rows to choose from")
