@@ -23,7 +23,8 @@ Records (``runs`` in the JSON): ``process``, ``criterion`` (``random`` for the b
 Usage: ``python benchmarks/active_learning.py [--processes ...] [--seeds 0 1 2] [--criteria ...]``;
 resumable (finished runs are kept in the JSON, an interrupted run resumes from its last round in
 ``--workdir``); ``--smoke`` runs a minute-long miniature into a temporary directory;
-``--table-only`` rewrites the Markdown and the figure from the JSON.
+``--table-only`` rewrites the Markdown and the figure from the JSON; ``--merge A.json B.json``
+writes ``--out`` from result files of runs made side by side (e.g. one process per seed).
 """
 
 from __future__ import annotations
@@ -226,7 +227,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--smoke", action="store_true", help="a miniature into a temporary directory")
     p.add_argument("--table-only", action="store_true")
+    p.add_argument("--merge", nargs="+", type=Path, help="write --out from the runs of these result files")
     args = p.parse_args(argv)
+    if args.merge:
+        parts = [json.loads(f.read_text()) for f in args.merge]
+        runs = [r for part in parts for r in part["runs"]]
+        meta = {**parts[0]["meta"], "merged_from": [str(f.name) for f in args.merge],
+                "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
+        save(runs, parts[0]["settings"], meta, args.out)
+        return 0
     if args.smoke:
         tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
         args.processes, args.criteria, args.seeds = args.processes[:1], ["random", "bald"], [0]

@@ -201,7 +201,8 @@ def _label_round(directory: Path, config: LoopConfig, state: dict, pool: pd.Data
         chosen = select(fitted, free, n, criterion="random", seed=config.seed + k)
     else:
         chosen = select(fitted, free, n, criterion=config.criterion, batch=config.batch, seed=config.seed + k)
-    positions = [int(pool.index.get_loc(i)) for i in chosen.rows.index]
+    # the selection's index counts the rows of ``free``; ``free``'s own index is the pool position
+    positions = [int(i) for i in free.index[chosen.rows.index.to_numpy()]]
     rows = pool.iloc[positions]
     t1 = time.perf_counter()
     labels = _labels(oracle, rows, config.spec.data.target)
