@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num-steps", type=int, default=NUM_STEPS)
     p.add_argument("--hidden", nargs="+", type=int, default=[20, 20])
     p.add_argument("--test-rows", type=int, default=0, help="score on the first N test rows (0: all)")
-    p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "sigmabnn_active_learning")
+    p.add_argument("--workdir", type=Path, help="where the loops keep their rounds (default: a temporary directory)")
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--smoke", action="store_true", help="a miniature into a temporary directory")
     p.add_argument("--table-only", action="store_true")
@@ -231,17 +231,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.merge:
         parts = [json.loads(f.read_text()) for f in args.merge]
-        runs = [r for part in parts for r in part["runs"]]
+        seen: dict[tuple, dict] = {}  # a run present in two files (resumed from the same loop) once
+        for r in (r for part in parts for r in part["runs"]):
+            seen.setdefault((r["process"], r["criterion"], r["seed"], r["n_train"]), r)
+        runs = list(seen.values())
         meta = {**parts[0]["meta"], "merged_from": [str(f.name) for f in args.merge],
                 "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
         save(runs, parts[0]["settings"], meta, args.out)
         return 0
-    if args.smoke:
+    if args.smoke:  # a miniature: one process, random and bald, three small fits each
         tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
         args.processes, args.criteria, args.seeds = args.processes[:1], ["random", "bald"], [0]
-        args.initial, args.batch, args.max_random, args.max_criterion = 200, 50, 300, 250
-        args.num_steps, args.hidden, args.test_rows, args.workdir = 30, [4], 100, tmp / "work"
-        args.out = tmp / "active_learning.json"
+        args.initial, args.batch, args.max_random, args.max_criterion = 200, 50, 250, 250
+        args.num_steps, args.hidden, args.test_rows = 20, [3], 50
+        args.workdir = args.workdir or tmp / "work"
+        args.out = tmp / "active_learning.json" if args.out == RESULTS else args.out
+    args.workdir = args.workdir or Path(tempfile.gettempdir()) / "sigmabnn_active_learning"
     if args.table_only:
         data = json.loads(args.out.read_text())
         write_text_atomic(args.out.with_suffix(".md"), render(data))
