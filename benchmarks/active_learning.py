@@ -24,7 +24,8 @@ Usage: ``python benchmarks/active_learning.py [--processes ...] [--seeds 0 1 2] 
 resumable (finished runs are kept in the JSON, an interrupted run resumes from its last round in
 ``--workdir``); ``--smoke`` runs a minute-long miniature into a temporary directory;
 ``--table-only`` rewrites the Markdown and the figure from the JSON; ``--merge A.json B.json``
-writes ``--out`` from result files of runs made side by side (e.g. one process per seed).
+writes ``--out`` from result files of runs made side by side (e.g. one process per seed), with
+``--workdir`` also the fits so far of loops still running or stopped (``loop_unfinished``).
 """
 
 from __future__ import annotations
@@ -110,8 +111,13 @@ def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, w
         print(f"[{process} {criterion} seed {seed}] {line}", flush=True)
 
     result = run_loop(workdir / f"{process}_{criterion}_{seed}", truth, oracle, config, evaluate=evaluate, log=log)
+    return _records(result.history, process, criterion, seed)
+
+
+def _records(history: list[dict], process: str, criterion: str, seed: int) -> list[dict]:
+    """The records of a loop's fits (module docstring) from its history."""
     records = []
-    for h in result.history:
+    for h in history:
         scores = {k: h[k] for k in ("test_median_rel_err", "test_r2_log", "coverage_68", "coverage_95")}
         records.append({"process": process, "criterion": criterion, "seed": seed, "n_train": h["n_labelled"],
                         **scores, "seconds": h["fit_seconds"] + h.get("choose_seconds", 0.0),
@@ -187,7 +193,7 @@ def render(data: dict) -> str:
     run_cols = [("process", "process", ""), ("criterion", "criterion", ""), ("seed", "seed", ""),
                 ("n_train", "n_train", ""), ("test_median_rel_err", "median rel err %", ".2f"),
                 ("test_r2_log", "R^2 log", ".4f"), ("coverage_68", "cov 68", ".1f"), ("coverage_95", "cov 95", ".1f"),
-                ("seconds", "s", ".1f")]  # fmt: skip
+                ("seconds", "s", ".1f"), ("loop_unfinished", "loop unfinished", "")]  # fmt: skip
     return (
         "# Active learning on the built-in data (`benchmarks/active_learning.py`)\n\n"
         + (__doc__ or "").split("Usage:")[0].strip()
@@ -211,6 +217,13 @@ def save(runs: list[dict], settings: dict, meta: dict, path: Path) -> None:
     figure(runs, path.with_suffix(".png"))
 
 
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    skip = ("workdir", "out", "table_only", "smoke", "merge")
+    return {k: v for k, v in vars(args).items() if k not in skip} | {
+        "fit": {**FIT, "num_steps": args.num_steps, "hidden": args.hidden}
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--processes", nargs="+", default=list(PROCESSES))
@@ -227,17 +240,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--smoke", action="store_true", help="a miniature into a temporary directory")
     p.add_argument("--table-only", action="store_true")
-    p.add_argument("--merge", nargs="+", type=Path, help="write --out from the runs of these result files")
+    p.add_argument("--merge", nargs="*", type=Path, help="write --out from the runs of these result files")
     args = p.parse_args(argv)
-    if args.merge:
+    if args.merge is not None:
         parts = [json.loads(f.read_text()) for f in args.merge]
+        first = parts[0] if parts else {"meta": run_metadata("benchmarks/active_learning.py"), "settings": _settings(args)}
         seen: dict[tuple, dict] = {}  # a run present in two files (resumed from the same loop) once
         for r in (r for part in parts for r in part["runs"]):
             seen.setdefault((r["process"], r["criterion"], r["seed"], r["n_train"]), r)
+        for state in sorted(args.workdir.glob("*/state.json")) if args.workdir else ():
+            # loops not finished: their fits so far, marked as such
+            process, rest = state.parent.name.split("_", 1)
+            criterion, seed = rest.rsplit("_", 1)
+            for r in _records(json.loads(state.read_text())["history"], process, criterion, int(seed)):
+                key = (r["process"], r["criterion"], r["seed"], r["n_train"])
+                if key not in seen:
+                    seen[key] = {**r, "loop_unfinished": True}
         runs = list(seen.values())
-        meta = {**parts[0]["meta"], "merged_from": [str(f.name) for f in args.merge],
+        meta = {**first["meta"], "merged_from": [str(f.name) for f in args.merge],
                 "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
-        save(runs, parts[0]["settings"], meta, args.out)
+        save(runs, first["settings"], meta, args.out)
         return 0
     if args.smoke:  # a miniature: one process, random and bald, three small fits each
         tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
@@ -252,8 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         write_text_atomic(args.out.with_suffix(".md"), render(data))
         figure(data["runs"], args.out.with_suffix(".png"))
         return 0
-    settings = {k: v for k, v in vars(args).items() if k not in ("workdir", "out", "table_only", "smoke")}
-    settings["fit"] = {**FIT, "num_steps": args.num_steps, "hidden": args.hidden}
+    settings = _settings(args)
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
     runs = old.get("runs", [])
     meta = old.get("meta") or run_metadata("benchmarks/active_learning.py")
