@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.merge is not None:
         parts = [json.loads(f.read_text()) for f in args.merge]
-        first = parts[0] if parts else {"meta": run_metadata("benchmarks/active_learning.py"), "settings": _settings(args)}
+        meta0 = run_metadata("benchmarks/active_learning.py")
+        first = parts[0] if parts else {"meta": meta0, "settings": _settings(args)}
         seen: dict[tuple, dict] = {}  # a run present in two files (resumed from the same loop) once
         for r in (r for part in parts for r in part["runs"]):
             seen.setdefault((r["process"], r["criterion"], r["seed"], r["n_train"]), r)
