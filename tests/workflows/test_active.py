@@ -93,3 +93,23 @@ def test_bad_configs(pool, tmp_path):
         config(criterion="best")
     with pytest.raises(InputError, match="initial"):
         run_loop(tmp_path / "x", pool, oracle, config(initial_size=0))
+
+
+def test_initial_positions_start_mcmc_chains_and_are_checked(pool):
+    """An MCMC refit starts its chains (here without MAP) at the previous run's last draws."""
+    from sigmabnn.api import fit
+    from sigmabnn.workflows.active import refit_starts
+
+    data = oracle(pool.head(40))
+    opts = dict(method="mh", architecture="2-4-1", num_chains=2, num_warmup=5, num_samples=4, progress=False, map=None)
+    first, _ = fit(data, TARGET, ["a", "b"], **opts)
+    starts = refit_starts(first)
+    assert starts.shape == (2, first.draws.positions.shape[-1])
+    assert np.array_equal(starts, np.asarray(first.draws.positions)[:, -1])
+    second, _ = fit(data, TARGET, ["a", "b"], initial_positions=starts, **opts)
+    assert second.num_networks == 8
+    with pytest.raises(InputError, match="shape"):
+        fit(data, TARGET, ["a", "b"], initial_positions=starts[:1], **opts)
+    with pytest.raises(InputError, match="VI"):
+        fit(data, TARGET, ["a", "b"], method="bbb", architecture="2-4-1", num_steps=5, progress=False,
+            initial_positions=starts)  # fmt: skip
