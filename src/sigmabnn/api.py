@@ -95,6 +95,7 @@ def fit(
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
     recalibrate: bool | str = False,
+    initial_positions: Any = None,
     **method_options: Any,
 ) -> tuple[FittedModel, FitReport]:
     """Fit a BNN surrogate to a table (the steps are in the module docstring).
@@ -153,6 +154,9 @@ def fit(
             rows. The report's metrics are those of the raw model. ``True`` or ``"heldout"``: on the
             validation rows' PIT; ``"loo"``: on the training rows' leave-one-out PIT (PSIS; MCMC
             methods only); ``"loo+heldout"``: on both (``rows`` of that function).
+        initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
+            MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
+            fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``; ``map``, the MAP
             pretraining of the chains' starts: a :class:`sigmabnn.map.MAPConfig`, a dict of
@@ -189,7 +193,9 @@ def fit(
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
         recalibrate=recalibrate, **method_options,
     )  # fmt: skip
-    return run_fit(data, spec, progress=progress, checkpoint=checkpoint, resume=resume)
+    return run_fit(
+        data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions
+    )
 
 
 def recalibrate(fitted: Any, data: Any, y: Any = None, **options: Any) -> Any:

@@ -146,6 +146,7 @@ def fit_ensemble(
     data: Data,
     config: EnsembleConfig | None = None,
     val_data: Data | None = None,
+    initial_positions: Array | None = None,
 ) -> tuple[PosteriorDraws, EnsembleInfo]:
     """Train a deep ensemble (module docstring): ``M`` MAP networks, vmapped, each from its own key.
 
@@ -158,6 +159,8 @@ def fit_ensemble(
         data: training data in model space (``x`` ``[n, p]``, ``y`` ``[n, t]``).
         config: :class:`EnsembleConfig` (defaults when ``None``).
         val_data: optional validation data for early stopping.
+        initial_positions: optional ``[M, d]`` starts of the members' full training (e.g. the
+            members of an earlier fit, to refit on more rows); then no mean-first fit is run.
 
     Returns:
         ``(PosteriorDraws, EnsembleInfo)``: positions ``[1, M, d]`` and the
@@ -173,11 +176,15 @@ def fit_ensemble(
     m = int(config.num_members)
     t0 = time.perf_counter()
     mean_key, full_key = jax.random.split(rng_key)
-    starts, mean_info = mean_first_starts(mean_key, bnn, data, config.training, m, val_data)
+    if initial_positions is None:
+        starts, mean_info = mean_first_starts(mean_key, bnn, data, config.training, m, val_data)
+        mean_evals = mean_info.num_grad_evals
+    else:
+        starts, mean_evals = jnp.asarray(initial_positions, bnn.jdtype), 0
     positions, map_info = pretrain_map(
         full_key, bnn, data, hyper, config.training, val_data, num_starts=m, initial_positions=starts
     )
-    map_info = map_info._replace(num_grad_evals=map_info.num_grad_evals + mean_info.num_grad_evals)
+    map_info = map_info._replace(num_grad_evals=map_info.num_grad_evals + mean_evals)
     positions = jax.block_until_ready(positions)
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))

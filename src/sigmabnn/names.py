@@ -6,6 +6,8 @@ Pure data, no imports: the CLI reads it without starting JAX.
 from __future__ import annotations
 
 __all__ = [
+    "ACQUISITION_BATCH_MODES",
+    "ACQUISITION_CRITERIA",
     "CLI_METHODS",
     "DEFAULT_METHOD",
     "ENSEMBLE_METHODS",
@@ -36,3 +38,7 @@ STUDENT_T_LIKELIHOODS: tuple[str, ...] = ("student_t", "hetero_student_t")
 """The likelihoods with a degrees-of-freedom option (``noise_df``)."""
 RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")
 """The PIT rows a fit can recalibrate on (``recalibrate`` of :func:`sigmabnn.api.fit`)."""
+
+#: Acquisition criteria of :func:`sigmabnn.acquisition.select` and its batch modes.
+ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "variance", "relative_std", "random")
+ACQUISITION_BATCH_MODES: tuple[str, ...] = ("greedy", "top")

@@ -35,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "train-all": "sigmabnn.cli.train_all",
     "xsec": "sigmabnn.cli.xsec",
     "recalibrate": "sigmabnn.cli.recalibrate",
+    "acquire": "sigmabnn.cli.acquire",
+    "active": "sigmabnn.cli.active",
 }
 
 EXIT_OK = 0

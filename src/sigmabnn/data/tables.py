@@ -28,7 +28,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,6 +47,7 @@ __all__ = [
     "fingerprint",
     "prepare",
     "read_table",
+    "read_table_chunks",
 ]
 
 #: Fewest usable training rows :func:`prepare` accepts.
@@ -75,6 +76,31 @@ def check_unique_columns(columns: Sequence[Any], where: str) -> None:
         seen.add(key)
 
 
+def _table_format(p: Path) -> tuple[str, str | None]:
+    """``("parquet", None)`` or ``("csv", separator)`` of an existing file ``p`` by its extension."""
+    if not p.exists():
+        raise InputError(f"data file not found: {p}")
+    if p.is_dir():
+        raise InputError(f"data file is a directory: {p}")
+    suffixes = [s.lower() for s in p.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in {".gz", ".bz2", ".xz", ".zst"}
+    suffix = suffixes[-2] if compressed and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
+    if suffix in _PARQUET_SUFFIXES and not compressed:
+        return "parquet", None
+    if suffix in _CSV_SUFFIXES:
+        return "csv", _CSV_SUFFIXES[suffix]
+    kind = "".join(p.suffixes) or "(no extension)"
+    raise InputError(f"unknown table format {kind} of {p}: use .csv, .csv.gz, .tsv or .parquet")
+
+
+def _read_error(p: Path, err: BaseException) -> DataError:
+    if isinstance(err, pd.errors.EmptyDataError):
+        return DataError(f"data file is empty: {p}")
+    if isinstance(err, OSError | ValueError | pd.errors.ParserError | UnicodeDecodeError | EOFError):
+        return DataError(f"cannot read {p}: {_one_line(err)}")
+    return DataError(f"cannot read {p}: {type(err).__name__}: {_one_line(err)}")  # pyarrow's own error types
+
+
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a CSV or Parquet table by its extension (``.csv``, ``.csv.gz``, ``.tsv``, ``.parquet``, ...).
 
@@ -83,35 +109,21 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         DataError: the file cannot be parsed, or holds no rows or no columns.
     """
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"data file not found: {p}")
-    if p.is_dir():
-        raise InputError(f"data file is a directory: {p}")
-    suffixes = [s.lower() for s in p.suffixes]
-    compressed = bool(suffixes) and suffixes[-1] in {".gz", ".bz2", ".xz", ".zst"}
-    suffix = suffixes[-2] if compressed and len(suffixes) >= 2 else (suffixes[-1] if suffixes else "")
+    kind, sep = _table_format(p)
     try:
-        if suffix in _PARQUET_SUFFIXES and not compressed:
+        if kind == "parquet":
             check_unique_columns(pq.read_schema(p).names, f"the columns of {p}")  # pyarrow's own error is cryptic
             df = pd.read_parquet(p)
-        elif suffix in _CSV_SUFFIXES:
-            sep = _CSV_SUFFIXES[suffix]
+        else:
             engine = "python" if sep is None else "c"
             df = pd.read_csv(p, sep=sep, engine=engine, comment=None)
             # pandas renames a repeated header name (a, a -> a, a.1): check the header as written
             header = pd.read_csv(p, sep=sep, engine=engine, comment=None, header=None, nrows=1, dtype=str)
             check_unique_columns(header.iloc[0].tolist(), f"the header of {p}")
-        else:
-            kind = "".join(p.suffixes) or "(no extension)"
-            raise InputError(f"unknown table format {kind} of {p}: use .csv, .csv.gz, .tsv or .parquet")
     except (InputError, DataError):
         raise
-    except pd.errors.EmptyDataError:
-        raise DataError(f"data file is empty: {p}") from None
-    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError, EOFError) as err:
-        raise DataError(f"cannot read {p}: {_one_line(err)}") from None
-    except Exception as err:  # pyarrow raises its own error types
-        raise DataError(f"cannot read {p}: {type(err).__name__}: {_one_line(err)}") from None
+    except Exception as err:
+        raise _read_error(p, err) from None
     if df.shape[1] == 0:
         raise DataError(f"data file has no columns: {p}")
     if df.shape[0] == 0:
@@ -369,3 +381,35 @@ def prepare(
         split_source=source,
         fingerprint=fingerprint(train.x, train.y, feature_names, target),
     )
+
+
+def read_table_chunks(path: str | os.PathLike[str], rows: int = 100_000) -> Iterator[pd.DataFrame]:
+    """The rows of a CSV or Parquet table (as :func:`read_table` reads it) in chunks of at most
+    ``rows`` rows, so that a table larger than memory can be streamed; each chunk keeps its row
+    positions in the file as its index (0-based). Errors as :func:`read_table`, raised when reached.
+    """
+    p = Path(path)
+    kind, sep = _table_format(p)
+    if rows < 1:
+        raise InputError(f"chunk rows must be >= 1, got {rows}")
+    start, seen = 0, False
+    try:
+        if kind == "parquet":
+            check_unique_columns(pq.read_schema(p).names, f"the columns of {p}")
+            chunks = (b.to_pandas() for b in pq.ParquetFile(p).iter_batches(batch_size=rows))
+        else:
+            engine = "python" if sep is None else "c"
+            header = pd.read_csv(p, sep=sep, engine=engine, comment=None, header=None, nrows=1, dtype=str)
+            check_unique_columns(header.iloc[0].tolist(), f"the header of {p}")
+            chunks = pd.read_csv(p, sep=sep, engine=engine, comment=None, chunksize=rows)
+        for chunk in chunks:
+            chunk.index = pd.RangeIndex(start, start + len(chunk))
+            start += len(chunk)
+            seen = seen or chunk.shape[1] > 0
+            yield chunk
+    except (InputError, DataError):
+        raise
+    except Exception as err:
+        raise _read_error(p, err) from None
+    if start == 0 or not seen:
+        raise DataError(f"data file has no rows: {p}")

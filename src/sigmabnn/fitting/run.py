@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 import jax
+import numpy as np
 
 from sigmabnn.data.domain import Domain
 from sigmabnn.errors import InputError
@@ -63,7 +64,7 @@ def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any]
 
 def _train(
     spec: FitSpec, trainer: Trainer, bnn: BNN, data: PreparedData, progress: bool, checkpoint: Any, resume: bool,
-    fit_args: dict[str, Any] | None, settings: dict[str, Any],
+    fit_args: dict[str, Any] | None, settings: dict[str, Any], starts: np.ndarray | None = None,
 ) -> Trained:  # fmt: skip
     """Train, in a checkpoint for an MCMC run with a ``checkpoint`` path; an interruption leaves a partial model."""
     ckpt = None
@@ -73,7 +74,7 @@ def _train(
         ):  # created once the arguments are known to be good
             t = data.table
             ckpt = checkpointing.open_checkpoint(checkpoint, resume, fit_args, t.fingerprint, data.source)
-        return trainer.train(jax.random.key(spec.seed), bnn, data, progress=progress, checkpoint=ckpt)
+        return trainer.train(jax.random.key(spec.seed), bnn, data, progress=progress, checkpoint=ckpt, starts=starts)
     except KeyboardInterrupt as err:
         if ckpt is None:
             raise
@@ -105,14 +106,32 @@ def _report(spec: FitSpec, bnn: BNN, data: PreparedData, trained: Trained, **sec
     return FitReport.from_json(to_jsonable(report.to_json()))
 
 
+def _check_starts(initial_positions: Any, trainer: Trainer, d: int) -> np.ndarray | None:
+    """``initial_positions`` as a ``[k, d]`` float64 array of finite values, ``k`` the chains or members."""
+    if initial_positions is None:
+        return None
+    starts = np.asarray(initial_positions, np.float64)
+    k = getattr(trainer.config, "num_chains", getattr(trainer.config, "num_members", None))
+    if k is None:
+        raise InputError("initial_positions are for MCMC and ensemble fits; VI starts from its prior")
+    if starts.shape != (k, d):
+        raise InputError(f"initial_positions must have shape ({k}, {d}) (row per chain or member), got {starts.shape}")
+    if not np.all(np.isfinite(starts)):
+        raise InputError("initial_positions contain non-finite values")
+    return starts
+
+
 def run_fit(
-    data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False
-) -> tuple[FittedModel, FitReport]:
+    data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False,
+    initial_positions: Any = None,
+) -> tuple[FittedModel, FitReport]:  # fmt: skip
     """Fit the BNN of ``spec`` to ``data`` (a path or a DataFrame): the stages of the module docstring.
 
     ``checkpoint``: a model path to train into and save the finished model at; ``resume``:
-    continue the interrupted run there. Returns ``(fitted, report)`` (the report is also
-    ``fitted.diagnostics``, as JSON).
+    continue the interrupted run there. ``initial_positions``: ``[k, d]`` starting weights, one
+    row per MCMC chain (the starts of its MAP pretraining) or ensemble member (e.g. an earlier
+    fit's, :func:`sigmabnn.fitted.FittedModel` ``draws``, to refit on more rows); not for VI.
+    Returns ``(fitted, report)`` (the report is also ``fitted.diagnostics``, as JSON).
     """
     t_start = time.perf_counter()
     if resume and checkpoint is None:
@@ -122,9 +141,10 @@ def run_fit(
     bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
                     spec.model.dtype)  # fmt: skip
     trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
+    starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
     settings = _settings(spec, bnn)
     t_fit = time.perf_counter()
-    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings)
+    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings, starts)
     timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
     domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,

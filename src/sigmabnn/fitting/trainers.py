@@ -72,8 +72,12 @@ class Trainer(Protocol):
 
     config: Any
 
-    def train(self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any) -> Trained:
-        """Train ``bnn`` on ``data`` from ``rng_key`` (``checkpoint``: an open run store or ``None``)."""
+    def train(
+        self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
+        starts: np.ndarray | None = None,
+    ) -> Trained:  # fmt: skip
+        """Train ``bnn`` on ``data`` from ``rng_key`` (``checkpoint``: an open run store or ``None``;
+        ``starts``: ``[k, d]`` initial positions, one per chain or member, or ``None``)."""
         ...
 
 
@@ -133,12 +137,16 @@ class MCMCTrainer:
         self.config = config
         self.default_map = default_map
 
-    def train(self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any) -> Trained:
+    def train(
+        self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
+        starts: np.ndarray | None = None,
+    ) -> Trained:  # fmt: skip
         config = self.config
         try:
-            starts = None
-            if bnn.likelihood.name == "hetero_student_t" and (
-                checkpoint is None or checkpoint.load_arrays("map") is None
+            if (
+                starts is None
+                and bnn.likelihood.name == "hetero_student_t"
+                and (checkpoint is None or checkpoint.load_arrays("map") is None)
             ):
                 map_config = config.map if config.map is not None else self.default_map
                 starts, _ = scale_head_starts(
@@ -173,7 +181,12 @@ class VITrainer:
     def __init__(self, config: VIConfig) -> None:
         self.config = config
 
-    def train(self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any) -> Trained:
+    def train(
+        self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
+        starts: np.ndarray | None = None,
+    ) -> Trained:  # fmt: skip
+        if starts is not None:
+            raise InputError("initial positions are for MCMC and ensemble fits; VI starts from its prior")
         t0 = time.perf_counter()
         try:
             draws, info = fit_vi(rng_key, bnn, data.train_data, self.config, progress=progress)
@@ -197,9 +210,14 @@ class EnsembleTrainer:
     def __init__(self, config: EnsembleConfig) -> None:
         self.config = config
 
-    def train(self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any) -> Trained:
+    def train(
+        self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
+        starts: np.ndarray | None = None,
+    ) -> Trained:  # fmt: skip
         try:
-            draws, info = fit_ensemble(rng_key, bnn, data.train_data, self.config, val_data=data.val_data)
+            draws, info = fit_ensemble(
+                rng_key, bnn, data.train_data, self.config, val_data=data.val_data, initial_positions=starts
+            )
         except ValueError as err:
             raise _input_error(err) from None
         draws = jax.device_get(draws)

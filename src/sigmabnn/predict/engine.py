@@ -86,6 +86,8 @@ class Request(NamedTuple):
         pit: ``"pit"`` ``[c, t]``, the mixture's exact CDF at the target.
         per_network: ``"per_network"``, a pair: ``[c, T]`` each network's log density of the
             log-space target and ``[c, T, t]`` each network's CDF at the target.
+        components: ``"components"``, a pair ``[c, T, t]``: each network's log-space mean and
+            aleatoric variance (the mixture's components, what acquisition scores are made of).
         stream_moments: when only moments are asked for, accumulate them inside the network scan
             (:func:`~sigmabnn.predict.device.streamed_moments`); ``False`` materialises every
             network's values first (the two routes are compared by tests and benchmarks).
@@ -104,6 +106,7 @@ class Request(NamedTuple):
     density: bool = False
     pit: bool = False
     per_network: bool = False
+    components: bool = False
     stream_moments: bool = True
 
 
@@ -200,8 +203,14 @@ def _chunk_body(bnn: BNN, num_networks: int, request: Request) -> Callable:
     """
     df = noise_df(bnn.likelihood)
     scored = request.density or request.pit or request.per_network
-    stream = request.stream_moments and request.num_samples == 0 and not scored and not request.covariance
-    log_space = request.moments or request.num_samples > 0
+    stream = (
+        request.stream_moments
+        and request.num_samples == 0
+        and not scored
+        and not request.covariance
+        and not request.components
+    )
+    log_space = request.moments or request.num_samples > 0 or request.components
 
     def scores(mu: Array, var: Array, y: Array, jacobian: Array | None) -> dict[str, Array]:
         """The scores of ``y`` under components ``mu``, ``var``; ``jacobian``: the log Jacobian to
@@ -236,6 +245,8 @@ def _chunk_body(bnn: BNN, num_networks: int, request: Request) -> Callable:
         mu, var = to_log_space(model, log_offset(model, z), mu, var)
         out = {"log": moments(mu, var, request.covariance)} if request.moments else {}
         out.update(scores(mu, var, y_log, None))
+        if request.components:
+            out["components"] = (jnp.swapaxes(mu, 0, 1), jnp.swapaxes(var, 0, 1))
         if request.moments and request.log10:
             out["orig"] = lognormal_moments(mu, var, request.covariance)
         if request.num_samples > 0:

@@ -1,0 +1,296 @@
+"""Pool-based active learning on the built-in data: acquisition criteria against random sampling.
+
+For each process, seed and criterion, :func:`sigmabnn.workflows.active.run_loop` starts from 500
+random rows of the pool (the process's ``train`` rows with a positive cross section; the same 500
+for every criterion of a seed), fits, chooses a batch of 250 pool rows, labels them by looking up
+their cross section (the oracle of a simulation) and refits from the previous round's networks,
+up to ``--max-random`` labelled rows for ``random`` and ``--max-criterion`` for the criteria.
+After every fit the model is scored once on the process's ``test`` rows (never used for a choice:
+the fit configuration and the criteria were fixed before any run; the curves are the measurement).
+
+The fit is a reduced configuration (a simulation runs hundreds of fits): a deep ensemble
+(:data:`FIT`: 5 members with a variance head, :data:`NUM_STEPS` Adam steps, the recommended NLO
+inputs, derived features and baseline of :func:`sigmabnn.workflows.nlo.recommended_config`), 10 %
+of the labelled rows held out for early stopping and the intervals recalibrated on them
+(``recalibrate="heldout"``). ``n_train`` counts all labelled rows (train + held-out).
+
+Records (``runs`` in the JSON): ``process``, ``criterion`` (``random`` for the baseline),
+``seed``, ``n_train``, ``test_median_rel_err`` (median of ``|pred / true - 1|``, ``pred =
+10**mean(log10 sigma)``, in percent), ``test_r2_log`` (R^2 of log10 sigma), ``coverage_68`` and
+``coverage_95`` (percent of test rows inside the central 68 % and 95 % predictive intervals),
+``seconds`` (the round's fit and choice of the next batch, wall time; the test scoring excluded).
+
+Usage: ``python benchmarks/active_learning.py [--processes ...] [--seeds 0 1 2] [--criteria ...]``;
+resumable (finished runs are kept in the JSON, an interrupted run resumes from its last round in
+``--workdir``); ``--smoke`` runs a minute-long miniature into a temporary directory;
+``--table-only`` rewrites the Markdown and the figure from the JSON; ``--merge A.json B.json``
+writes ``--out`` from result files of runs made side by side (e.g. one process per seed), with
+``--workdir`` also the fits so far of loops still running or stopped (``loop_unfinished``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+
+RESULTS = RESULTS_DIR / "active_learning.json"
+PROCESSES = ("1000022,1000022", "1000024,-1000024", "1000022,1000024")
+CRITERIA = ("random", "bald", "variance", "bald_top")
+NUM_STEPS = 1500
+FIT = {"method": "ensemble", "num_members": 5, "split": (0.9, 0.1, 0.0), "recalibrate": "heldout"}
+LEVELS = (0.68, 0.95)
+
+
+def fit_spec(process: str, seed: int, num_steps: int, hidden: tuple[int, ...]) -> Any:
+    from sigmabnn.fitting.spec import build_spec
+    from sigmabnn.workflows.nlo import recommended_config
+
+    cfg = recommended_config(process, hidden=hidden)
+    return build_spec(
+        cfg.target, list(cfg.features), architecture=cfg.architecture, log_target=True, derive=cfg.derive,
+        baseline=cfg.baseline, seed=seed, num_steps=num_steps, **FIT,
+    )  # fmt: skip
+
+
+def test_scores(fitted: Any, test: Any, target: str) -> dict[str, float]:
+    """The record's test numbers of one fit (module docstring)."""
+    from sigmabnn.predict import predict
+
+    pred = predict(fitted, test, levels=LEVELS)
+    y = test[target].to_numpy()
+    mean_log = np.asarray(pred.log_space.mean).reshape(-1)
+    rel = np.abs(10**mean_log / y - 1.0)
+    resid = np.log10(y) - mean_log
+    out = {
+        "test_median_rel_err": 100 * float(np.median(rel)),
+        "test_r2_log": float(1 - np.sum(resid**2) / np.sum((np.log10(y) - np.log10(y).mean()) ** 2)),
+    }
+    for lv in LEVELS:
+        lo, hi = (np.asarray(a[lv]).reshape(-1) for a in (pred.lower, pred.upper))
+        out[f"coverage_{round(100 * lv)}"] = 100 * float(np.mean((y >= lo) & (y <= hi)))
+    return out
+
+
+def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, workdir: Path) -> list[dict]:
+    """One loop (resumed from ``workdir`` if started); its records."""
+    from sigmabnn.datasets import load_ewino
+    from sigmabnn.workflows.active import LoopConfig, run_loop
+
+    spec = fit_spec(process, seed, args.num_steps, tuple(args.hidden))
+    target = spec.data.target
+    df = load_ewino()
+    ok = df[target].notna() & (df[target] > 0)
+    pool = df[(df["split"] == "train") & ok].reset_index(drop=True)
+    test = df[(df["split"] == "test") & ok].reset_index(drop=True)
+    if args.test_rows:
+        test = test.iloc[: args.test_rows]
+    truth = pool.drop(columns=[target])
+
+    def oracle(rows):
+        return rows.merge(pool[["point_id", target]], on="point_id", how="left")
+
+    name, batch = (criterion[:-4], "top") if criterion.endswith("_top") else (criterion, "greedy")
+    limit = args.max_random if criterion == "random" else args.max_criterion
+    config = LoopConfig(spec=spec, batch_size=args.batch, max_labelled=limit, criterion=name, batch=batch,
+                        initial_size=args.initial, seed=seed)  # fmt: skip
+
+    def evaluate(fitted):
+        return test_scores(fitted, test, target)
+
+    def log(line):
+        print(f"[{process} {criterion} seed {seed}] {line}", flush=True)
+
+    result = run_loop(workdir / f"{process}_{criterion}_{seed}", truth, oracle, config, evaluate=evaluate, log=log)
+    return _records(result.history, process, criterion, seed)
+
+
+def _records(history: list[dict], process: str, criterion: str, seed: int) -> list[dict]:
+    """The records of a loop's fits (module docstring) from its history."""
+    records = []
+    for h in history:
+        scores = {k: h[k] for k in ("test_median_rel_err", "test_r2_log", "coverage_68", "coverage_95")}
+        records.append({"process": process, "criterion": criterion, "seed": seed, "n_train": h["n_labelled"],
+                        **scores, "seconds": h["fit_seconds"] + h.get("choose_seconds", 0.0),
+                        "warm_start": h["warm_start"]})  # fmt: skip
+    return records
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per process and criterion: the mean over seeds at each ``n_train``, and the goal's check."""
+    out = []
+    for process in dict.fromkeys(r["process"] for r in runs):
+        rows = [r for r in runs if r["process"] == process]
+        rand = [r for r in rows if r["criterion"] == "random"]
+        n_max = max((r["n_train"] for r in rand), default=None)
+        ref = _mean([r["test_median_rel_err"] for r in rand if r["n_train"] == n_max])
+        for criterion in dict.fromkeys(r["criterion"] for r in rows):
+            mine = [r for r in rows if r["criterion"] == criterion]
+            curve = {n: _mean([r["test_median_rel_err"] for r in mine if r["n_train"] == n])
+                     for n in sorted({r["n_train"] for r in mine})}  # fmt: skip
+            reach = next((n for n, e in curve.items() if ref is not None and e <= ref), None)
+            at = [r for r in mine if r["n_train"] == reach]
+            out.append({
+                "process": process, "criterion": criterion, "seeds": len({r["seed"] for r in mine}),
+                "random_n_max": n_max, "random_err_at_n_max": ref, "n_to_reach": reach,
+                "err_at_2000": curve.get(2000), "coverage_95_at_reach": _mean([r["coverage_95"] for r in at]),
+                "coverage_68_at_reach": _mean([r["coverage_68"] for r in at]),
+                "goal_met": reach is not None and reach <= 2000
+                and abs(_mean([r["coverage_95"] for r in at]) - 95.0) <= 3.0,
+            })  # fmt: skip
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def figure(runs: list[dict], path: Path) -> None:
+    """Test median relative error against labelled rows, a band (min to max over seeds) per criterion."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    processes = list(dict.fromkeys(r["process"] for r in runs))
+    fig, axes = plt.subplots(1, len(processes), figsize=(5 * len(processes), 4), squeeze=False)
+    for ax, process in zip(axes[0], processes):
+        for criterion in dict.fromkeys(r["criterion"] for r in runs if r["process"] == process):
+            mine = [r for r in runs if r["process"] == process and r["criterion"] == criterion]
+            ns = sorted({r["n_train"] for r in mine})
+            errs = [[r["test_median_rel_err"] for r in mine if r["n_train"] == n] for n in ns]
+            mean = [np.mean(e) for e in errs]
+            (line,) = ax.plot(ns, mean, marker=".", label=f"{criterion} ({len({r['seed'] for r in mine})} seeds)")
+            ax.fill_between(ns, [min(e) for e in errs], [max(e) for e in errs], color=line.get_color(), alpha=0.2)
+        ax.set_xlabel("labelled points")
+        ax.set_ylabel("test median relative error (%)")
+        ax.set_title(process)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def render(data: dict) -> str:
+    from _results import markdown_table, meta_lines
+
+    summary = data["summary"]
+    cols = [("process", "process", ""), ("criterion", "criterion", ""), ("seeds", "seeds", ""),
+            ("random_n_max", "random: points", ""), ("random_err_at_n_max", "random: err %", ".2f"),
+            ("n_to_reach", "points to reach it", ""), ("err_at_2000", "err % at 2000", ".2f"),
+            ("coverage_68_at_reach", "cov 68 there", ".1f"), ("coverage_95_at_reach", "cov 95 there", ".1f"),
+            ("goal_met", "goal met", "")]  # fmt: skip
+    run_cols = [("process", "process", ""), ("criterion", "criterion", ""), ("seed", "seed", ""),
+                ("n_train", "n_train", ""), ("test_median_rel_err", "median rel err %", ".2f"),
+                ("test_r2_log", "R^2 log", ".4f"), ("coverage_68", "cov 68", ".1f"), ("coverage_95", "cov 95", ".1f"),
+                ("seconds", "s", ".1f"), ("loop_unfinished", "loop unfinished", "")]  # fmt: skip
+    return (
+        "# Active learning on the built-in data (`benchmarks/active_learning.py`)\n\n"
+        + (__doc__ or "").split("Usage:")[0].strip()
+        + f"\n\nSettings: {json.dumps(data['settings'])}\n\n"
+        "Goal (issue 26): the best criterion reaches random sampling's test median relative error at "
+        "4,000 points with at most 2,000 points, the 95 % coverage within 3 points of nominal. "
+        "`points to reach it`: the first `n_train` at which the criterion's mean over seeds is at or "
+        "below random's mean at its largest `n_train` (`-`: not within the points run).\n\n"
+        + markdown_table(summary, cols)
+        + "\n![test error against points](active_learning.png)\n\n## Every fit\n\n"
+        + markdown_table(data["runs"], run_cols)
+        + "\n"
+        + meta_lines(data["meta"])
+    )
+
+
+def save(runs: list[dict], settings: dict, meta: dict, path: Path) -> None:
+    data = {"meta": finish_metadata(meta), "settings": settings, "runs": runs, "summary": summarise(runs)}
+    write_json(path, data)
+    write_text_atomic(path.with_suffix(".md"), render(data))
+    figure(runs, path.with_suffix(".png"))
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    skip = ("workdir", "out", "table_only", "smoke", "merge")
+    return {k: v for k, v in vars(args).items() if k not in skip} | {
+        "fit": {**FIT, "num_steps": args.num_steps, "hidden": args.hidden}
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--processes", nargs="+", default=list(PROCESSES))
+    p.add_argument("--criteria", nargs="+", default=list(CRITERIA))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--initial", type=int, default=500)
+    p.add_argument("--batch", type=int, default=250)
+    p.add_argument("--max-random", type=int, default=4000)
+    p.add_argument("--max-criterion", type=int, default=2000)
+    p.add_argument("--num-steps", type=int, default=NUM_STEPS)
+    p.add_argument("--hidden", nargs="+", type=int, default=[20, 20])
+    p.add_argument("--test-rows", type=int, default=0, help="score on the first N test rows (0: all)")
+    p.add_argument("--workdir", type=Path, help="where the loops keep their rounds (default: a temporary directory)")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--smoke", action="store_true", help="a miniature into a temporary directory")
+    p.add_argument("--table-only", action="store_true")
+    p.add_argument("--merge", nargs="*", type=Path, help="write --out from the runs of these result files")
+    args = p.parse_args(argv)
+    if args.merge is not None:
+        parts = [json.loads(f.read_text()) for f in args.merge]
+        meta0 = run_metadata("benchmarks/active_learning.py")
+        first = parts[0] if parts else {"meta": meta0, "settings": _settings(args)}
+        seen: dict[tuple, dict] = {}  # a run present in two files (resumed from the same loop) once
+        for r in (r for part in parts for r in part["runs"]):
+            seen.setdefault((r["process"], r["criterion"], r["seed"], r["n_train"]), r)
+        for state in sorted(args.workdir.glob("*/state.json")) if args.workdir else ():
+            # loops not finished: their fits so far, marked as such
+            process, rest = state.parent.name.split("_", 1)
+            criterion, seed = rest.rsplit("_", 1)
+            for r in _records(json.loads(state.read_text())["history"], process, criterion, int(seed)):
+                key = (r["process"], r["criterion"], r["seed"], r["n_train"])
+                if key not in seen:
+                    seen[key] = {**r, "loop_unfinished": True}
+        runs = list(seen.values())
+        meta = {**first["meta"], "merged_from": [str(f.name) for f in args.merge],
+                "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
+        save(runs, first["settings"], meta, args.out)
+        return 0
+    if args.smoke:  # a miniature: one process, random and bald, three small fits each
+        tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
+        args.processes, args.criteria, args.seeds = args.processes[:1], ["random", "bald"], [0]
+        args.initial, args.batch, args.max_random, args.max_criterion = 200, 50, 250, 250
+        args.num_steps, args.hidden, args.test_rows = 20, [3], 50
+        args.workdir = args.workdir or tmp / "work"
+        args.out = tmp / "active_learning.json" if args.out == RESULTS else args.out
+    args.workdir = args.workdir or Path(tempfile.gettempdir()) / "sigmabnn_active_learning"
+    if args.table_only:
+        data = json.loads(args.out.read_text())
+        write_text_atomic(args.out.with_suffix(".md"), render(data))
+        figure(data["runs"], args.out.with_suffix(".png"))
+        return 0
+    settings = _settings(args)
+    old = json.loads(args.out.read_text()) if args.out.exists() else {}
+    runs = old.get("runs", [])
+    meta = old.get("meta") or run_metadata("benchmarks/active_learning.py")
+    done = {(r["process"], r["criterion"], r["seed"]) for r in runs}
+    for process in args.processes:
+        for seed in args.seeds:
+            for criterion in args.criteria:
+                if (process, criterion, seed) in done:
+                    continue
+                runs += run_one(process, criterion, seed, args, args.workdir)
+                save(runs, settings, meta, args.out)
+    save(runs, settings, meta, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

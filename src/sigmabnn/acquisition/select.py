@@ -1,0 +1,176 @@
+"""Choose the candidate rows to label next: score them in chunks, keep the best, pick a batch.
+
+:func:`select` streams the candidates (a DataFrame or an iterable of DataFrame chunks, e.g.
+:func:`sigmabnn.data.tables.read_table_chunks`), scores every row with the criterion, keeps the
+``pool_size`` best rows with what the batch step needs (each network's mean and the aleatoric
+variance, ``pool_size x T`` floats: memory does not grow with the number of candidates), and picks
+``n`` of them: greedily with conditioning (:func:`~sigmabnn.acquisition.batch.greedy_batch`,
+``batch="greedy"``) or the ``n`` best single-point scores (``batch="top"``).
+
+Criteria (:data:`CRITERIA`): ``"bald"`` (:func:`~sigmabnn.acquisition.regression.bald`),
+``"variance"`` (:func:`~sigmabnn.acquisition.regression.epistemic_variance`, log space for a log
+target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_epistemic_std`) and
+``"random"`` (a uniform score from the seed and the row's position: a uniformly random batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
+from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
+from sigmabnn.errors import InputError
+from sigmabnn.fitted import FittedModel
+from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
+from sigmabnn.predict.components import draw_components
+
+__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "candidate_scores", "raw_inputs", "select"]
+
+CRITERIA: tuple[str, ...] = ACQUISITION_CRITERIA
+BATCH_MODES: tuple[str, ...] = ACQUISITION_BATCH_MODES
+#: Candidates kept for the batch step per picked point, and at least this many (``pool_size`` default).
+POOL_PER_PICK, MIN_POOL = 20, 10_000
+
+_SCORES = {"bald": bald, "variance": epistemic_variance, "relative_std": relative_epistemic_std}
+
+
+class Selection(NamedTuple):
+    """The chosen candidates, best first.
+
+    Attributes:
+        rows: the chosen rows with all their columns unchanged, plus ``score``; the index is each
+            row's position among all candidates (0-based, in streaming order).
+        scores: ``[n]`` the score of each when picked (greedy: conditioned on the picks before it).
+        num_candidates: rows scored in all.
+    """
+
+    rows: pd.DataFrame
+    scores: np.ndarray
+    num_candidates: int
+
+
+class _Pool(NamedTuple):
+    rows: pd.DataFrame
+    scores: np.ndarray
+    draw_means: np.ndarray  # [k, T] (empty [k, 0] for "random")
+    aleatoric: np.ndarray
+
+
+@jax.jit
+def _uniform(key: jax.Array, rows: jax.Array) -> jax.Array:
+    """A uniform score per row from ``fold_in(key, row)``: the same however the rows are chunked."""
+    return jax.vmap(lambda i: jax.random.uniform(jax.random.fold_in(key, i), dtype=jnp.float64))(rows)
+
+
+def raw_inputs(fitted: FittedModel) -> list[str]:
+    """The model's raw input columns: its features less those it derives from them."""
+    derived = {name for name, _ in fitted.derived}
+    return [f for f in fitted.feature_names if f not in derived]
+
+
+def _inputs(fitted: FittedModel, chunk: pd.DataFrame, features: Sequence[str] | None) -> pd.DataFrame:
+    """What the model reads from ``chunk``: its raw inputs taken from the ``features`` columns."""
+    if features is None:
+        return chunk
+    raw = raw_inputs(fitted)
+    if len(features) != len(raw):
+        raise InputError(f"features names {len(features)} columns; the model has {len(raw)} inputs ({', '.join(raw)})")
+    missing = [c for c in features if c not in chunk.columns]
+    if missing:
+        raise InputError(f"candidate column {missing[0]!r} (from features) not found")
+    return pd.DataFrame({name: chunk[c].to_numpy() for name, c in zip(raw, features)}, index=chunk.index)
+
+
+def candidate_scores(fitted: FittedModel, x: Any, criterion: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(scores [n], draw_means [n, T], aleatoric [n])`` of the rows of ``x`` under ``criterion``
+    (not ``"random"``); ``draw_means`` are the networks' log-space means of the first target."""
+    comps = draw_components(fitted, x)
+    return _SCORES[criterion](comps), comps.mean[..., 0], aleatoric_variance(comps)
+
+
+def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_size: int | None) -> int:
+    if criterion not in CRITERIA:
+        raise InputError(f"unknown criterion {criterion!r}; choose one of {', '.join(CRITERIA)}")
+    if batch not in BATCH_MODES:
+        raise InputError(f"unknown batch mode {batch!r}; choose one of {', '.join(BATCH_MODES)}")
+    if criterion != "random" and fitted.bnn.likelihood.name == "categorical":
+        raise InputError("these acquisition criteria are for regression models; this model is categorical")
+    if not isinstance(n, int | np.integer) or n < 1:
+        raise InputError(f"the number of points to choose must be a positive integer, got {n!r}")
+    pool = max(POOL_PER_PICK * int(n), MIN_POOL) if pool_size is None else int(pool_size)
+    if pool < n:
+        raise InputError(f"pool_size ({pool}) must be at least the number of points to choose ({n})")
+    return pool
+
+
+def _merge(pool: _Pool | None, new: _Pool, keep: int) -> _Pool:
+    """The ``keep`` best of ``pool`` and ``new`` (ties: earlier rows first)."""
+    if pool is not None:
+        new = _Pool(pd.concat([pool.rows, new.rows]), *(np.concatenate([a, b]) for a, b in zip(pool[1:], new[1:])))
+    if len(new.scores) <= keep:
+        return new
+    best = np.sort(top_scores(new.scores, keep).indices)
+    return _Pool(new.rows.iloc[best], new.scores[best], new.draw_means[best], new.aleatoric[best])
+
+
+def select(
+    fitted: FittedModel | None,
+    candidates: pd.DataFrame | Iterable[pd.DataFrame],
+    n: int,
+    *,
+    criterion: str = "bald",
+    batch: str = "greedy",
+    pool_size: int | None = None,
+    seed: int = 0,
+    features: Sequence[str] | None = None,
+) -> Selection:
+    """The ``n`` candidates to label next (module docstring), best first.
+
+    Args:
+        fitted: a regression model with draws (``None`` for ``"random"``).
+        candidates: a DataFrame with the model's raw input columns (other columns are carried
+            along), or an iterable of such chunks.
+        n: how many to choose; fewer candidates than ``n``: all of them, ranked.
+        criterion: one of :data:`CRITERIA`.
+        batch: ``"greedy"`` (conditioned picks) or ``"top"`` (the best single scores);
+            ``"random"`` ignores it.
+        pool_size: best rows kept for the batch step (default ``max(20 n, 10,000)``).
+        seed: the key of ``"random"``'s scores (``jax.random.key(seed)``).
+        features: the candidate columns holding the model's raw inputs, in the order of
+            :func:`raw_inputs` (``None``: the columns named as the model's).
+
+    Raises:
+        InputError / DataError: bad arguments, a categorical model, missing or non-finite inputs.
+    """
+    keep = _check(fitted, n, criterion, batch, pool_size)
+    chunks = [candidates] if isinstance(candidates, pd.DataFrame) else candidates
+    key, pool, total = jax.random.key(seed), None, 0
+    for chunk in chunks:
+        chunk = chunk.set_axis(pd.RangeIndex(total, total + len(chunk)))
+        if len(chunk) == 0:
+            continue
+        if criterion == "random":
+            u = np.asarray(_uniform(key, jnp.arange(total, total + len(chunk))))
+            new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
+        else:
+            new = _Pool(chunk, *candidate_scores(fitted, _inputs(fitted, chunk, features), criterion))
+        pool, total = _merge(pool, new, keep), total + len(chunk)
+    if pool is None:
+        raise InputError("no candidate rows to choose from")
+    k = min(int(n), len(pool.scores))
+    picks: BatchPicks
+    if batch == "greedy" and criterion != "random":
+        picks = greedy_batch(pool.draw_means, pool.aleatoric, pool.scores, k, criterion)
+    else:
+        picks = top_scores(pool.scores, k)
+    rows = pool.rows.iloc[picks.indices].copy()
+    if "score" in rows.columns:
+        raise InputError("the candidates already have a column named 'score'")
+    rows["score"] = picks.scores
+    return Selection(rows, picks.scores, total)

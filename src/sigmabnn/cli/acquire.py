@@ -1,0 +1,58 @@
+"""``sigmabnn acquire MODEL CANDIDATES --n N -o OUT``: the candidate rows to label next, best first."""
+
+from __future__ import annotations
+
+import argparse
+
+from sigmabnn.cli import common
+from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
+
+HELP = "choose the candidate points to compute next (active learning), best first"
+DESCRIPTION = (
+    "Score every row of CANDIDATES (.csv or .parquet, read in chunks) with an acquisition criterion of the "
+    "model's draws and write the N chosen rows, all their columns unchanged, plus a 'score' column, best first. "
+    "Criteria: bald (mutual information between the label and the weights), variance (epistemic variance, "
+    "log space for a log target), relative_std (relative epistemic std of the target), random. The batch is "
+    "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
+    p.add_argument("candidates", metavar="CANDIDATES", help="table of candidate points (.csv, .csv.gz, .parquet)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV, or .parquet ('-' for stdout)")
+    p.add_argument("--n", required=True, type=common.positive_int, metavar="N", help="number of points to choose")
+    p.add_argument("--criterion", choices=ACQUISITION_CRITERIA, default="bald", help="acquisition score (default bald)")
+    p.add_argument("--batch", choices=ACQUISITION_BATCH_MODES, default="greedy", help="default greedy")
+    p.add_argument(
+        "--features",
+        type=common.column_list,
+        metavar="A,B,C",
+        help="candidate columns holding the model's raw inputs, in the model's order (default: by name)",
+    )
+    p.add_argument("--pool-size", type=common.positive_int, metavar="K", help="best rows kept for the batch step")
+    p.add_argument("--chunk-rows", type=common.positive_int, default=100_000, metavar="R", help="rows read at a time")
+    p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed of the random criterion")
+
+
+def run(args: argparse.Namespace) -> int:
+    model_path = args.model
+    candidates = common.input_file(args.candidates, "candidates file")
+    out = common.output_file(args.out, "output file")
+
+    from sigmabnn.acquisition import select
+    from sigmabnn.cli.predict import write_csv
+    from sigmabnn.data.tables import read_table_chunks
+    from sigmabnn.io.atomic import atomic_write
+    from sigmabnn.io.model_file import load_model
+
+    fitted = load_model(model_path)
+    chunks = read_table_chunks(candidates, args.chunk_rows)
+    chosen = select(fitted, chunks, args.n, criterion=args.criterion, batch=args.batch, pool_size=args.pool_size,
+                    seed=args.seed, features=args.features)  # fmt: skip
+    rows = chosen.rows.reset_index(drop=True)
+    if out is not None and out.suffix.lower() in (".parquet", ".pq"):
+        atomic_write(out, lambda f: rows.to_parquet(f, index=False))
+    else:
+        write_csv(rows, out)
+    return 0

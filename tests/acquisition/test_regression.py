@@ -1,0 +1,87 @@
+"""Acquisition scores against closed forms: BALD of coinciding, separated and normally spread components."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sigmabnn.acquisition.regression import (
+    aleatoric_variance,
+    bald,
+    epistemic_variance,
+    quadrature_nodes,
+    relative_epistemic_std,
+)
+from sigmabnn.errors import InputError
+from sigmabnn.predict.components import Components
+
+
+def _components(mu: np.ndarray, var: np.ndarray, df: float | None = None, log10: bool = True) -> Components:
+    return Components(np.asarray(mu, float)[..., None], np.asarray(var, float)[..., None], df, log10)
+
+
+@pytest.mark.parametrize("df", [None, 4.0])
+def test_bald_is_zero_for_coinciding_components(df):
+    mu = np.full((3, 40), 1.7)
+    assert np.allclose(bald(_components(mu, np.full((3, 40), 0.2), df)), 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("df", [None, 4.0])
+@pytest.mark.parametrize("t_nets", [2, 50])
+def test_bald_is_log_t_for_separated_components(df, t_nets):
+    mu = np.arange(t_nets)[None, :] * 1e3 * np.ones((2, 1))
+    c = _components(mu, np.ones((2, t_nets)), df)
+    assert np.allclose(bald(c, max_outer=None), math.log(t_nets), rtol=1e-9)
+    # the default outer mean over 32 of the 50 (exact for 2)
+    assert np.allclose(bald(c), math.log(t_nets), rtol=1e-9 if t_nets <= 32 else 1e-3)
+
+
+def test_bald_of_normally_spread_means_is_the_gaussian_channel_information():
+    """Means at the T normal quantiles of N(0, s^2), each with noise sigma^2: the mixture tends to
+    N(0, s^2 + sigma^2) and I(y; theta) = log(1 + s^2 / sigma^2) / 2."""
+    t_nets, s, sigma = 4000, 0.7, 0.3
+    mu = s * stats.norm.ppf((np.arange(t_nets) + 0.5) / t_nets)
+    mi = bald(_components(mu[None, :], np.full((1, t_nets), sigma**2)), max_outer=None)
+    assert mi[0] == pytest.approx(0.5 * math.log1p(s**2 / sigma**2), rel=2e-3)
+    # the outer mean over 32 components (the default) in a random order of the draws
+    rng = np.random.default_rng(0)
+    mi32 = bald(_components(rng.permutation(mu)[None, :], np.full((1, t_nets), sigma**2)))
+    assert mi32[0] == pytest.approx(0.5 * math.log1p(s**2 / sigma**2), rel=0.01)
+
+
+def test_bald_of_two_gaussians_matches_numerical_integration():
+    mu, var = np.array([[0.0, 1.3]]), np.array([[0.5, 0.2]])
+    y = np.linspace(-12, 12, 200001)
+    p = [stats.norm.pdf(y, m, math.sqrt(v)) for m, v in zip(mu[0], var[0])]
+    mix = 0.5 * (p[0] + p[1])
+    kl = [np.trapezoid(pi * np.log(np.maximum(pi, 1e-300) / np.maximum(mix, 1e-300)), y) for pi in p]
+    assert bald(_components(mu, var), nodes=40)[0] == pytest.approx(0.5 * sum(kl), rel=1e-4)
+
+
+@pytest.mark.parametrize(("df", "k", "rel"), [(None, 10, 1e-12), (10.0, 4096, 0.01)])
+def test_quadrature_nodes_have_zero_mean_and_unit_variance(df, k, rel):
+    x, w = quadrature_nodes(df, k)
+    assert w.sum() == pytest.approx(1.0)
+    assert np.sum(w * x) == pytest.approx(0.0, abs=1e-12)
+    assert np.sum(w * x * x) == pytest.approx(1.0, rel=rel)
+
+
+def test_variances_and_relative_std_follow_their_definitions():
+    rng = np.random.default_rng(1)
+    mu, var = rng.normal(size=(5, 30)), rng.uniform(0.01, 0.1, size=(5, 30))
+    c = _components(mu, var)
+    assert np.allclose(epistemic_variance(c), mu.var(axis=1))
+    assert np.allclose(aleatoric_variance(c), var.mean(axis=1))
+    m = 10**mu * np.exp(0.5 * math.log(10) ** 2 * var)
+    assert np.allclose(relative_epistemic_std(c), m.std(axis=1) / m.mean(axis=1))
+    linear = _components(mu + 5, var, log10=False)
+    assert np.allclose(relative_epistemic_std(linear), (mu + 5).std(1) / (mu + 5).mean(1))
+
+
+def test_bald_refuses_several_targets():
+    c = Components(np.zeros((2, 4, 2)), np.ones((2, 4, 2)), None, False)
+    with pytest.raises(InputError, match="one target"):
+        bald(c)

@@ -1,0 +1,69 @@
+"""Selection from a candidate table: streamed chunks give the one-table answer; columns pass through."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sigmabnn
+from sigmabnn.acquisition import select
+from sigmabnn.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(60, 2))
+    df = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=60)})
+    fitted, _ = sigmabnn.fit(df, "y", ["a", "b"], method="ensemble", architecture="2-8-1", num_members=4,
+                             num_steps=200, progress=False, seed=0)  # fmt: skip
+    return fitted
+
+
+@pytest.fixture(scope="module")
+def candidates():
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-3, 3, size=(500, 2))
+    return pd.DataFrame({"id": np.arange(500) + 1000, "a": x[:, 0], "b": x[:, 1], "note": ["c"] * 500})
+
+
+@pytest.mark.parametrize("criterion", ["bald", "variance", "relative_std", "random"])
+@pytest.mark.parametrize("batch", ["greedy", "top"])
+def test_streamed_chunks_select_what_one_table_selects(model, candidates, criterion, batch):
+    whole = select(model, candidates, 20, criterion=criterion, batch=batch, pool_size=100)
+    chunks = (candidates.iloc[i : i + 37] for i in range(0, len(candidates), 37))
+    streamed = select(model, chunks, 20, criterion=criterion, batch=batch, pool_size=100)
+    assert streamed.num_candidates == 500
+    assert list(streamed.rows.index) == list(whole.rows.index)
+    assert np.allclose(streamed.scores, whole.scores)
+    out = streamed.rows
+    assert list(out.columns) == ["id", "a", "b", "note", "score"]
+    pd.testing.assert_frame_equal(out.drop(columns="score"), candidates.loc[out.index])
+
+
+def test_top_scores_are_sorted_and_greedy_starts_at_the_best(model, candidates):
+    top = select(model, candidates, 10, criterion="bald", batch="top")
+    assert np.all(np.diff(top.scores) <= 0)
+    greedy = select(model, candidates, 10, criterion="bald")
+    assert greedy.rows.index[0] == top.rows.index[0]
+    assert greedy.scores[0] == pytest.approx(top.scores[0])
+
+
+def test_random_selection_is_uniform(candidates):
+    counts = np.zeros(len(candidates))
+    for seed in range(200):
+        counts[select(None, candidates, 50, criterion="random", seed=seed).rows.index] += 1
+    # 200 draws of 50 of 500: each row chosen 20 times on average, binomial sd ~4.2
+    assert abs(counts.mean() - 20) < 1e-9 and counts.std() < 6.0 and counts.min() > 0
+
+
+def test_bad_arguments(model, candidates):
+    with pytest.raises(InputError, match="criterion"):
+        select(model, candidates, 5, criterion="nope")
+    with pytest.raises(InputError, match="positive integer"):
+        select(model, candidates, 0)
+    with pytest.raises(InputError, match="score"):
+        select(model, candidates.assign(score=1.0), 5)
+    with pytest.raises(InputError, match="missing|column"):
+        select(model, candidates.drop(columns="b"), 5)

@@ -1,0 +1,92 @@
+"""``sigmabnn acquire``: chosen rows keep their columns, streamed chunks match one read, bad input is one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sigmabnn
+from sigmabnn.acquisition import select
+from sigmabnn.cli.main import main
+from sigmabnn.io.model_file import save_model
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(60, 2))
+    df = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=60)})
+    fitted, _ = sigmabnn.fit(df, "y", ["a", "b"], method="ensemble", architecture="2-8-1", num_members=3,
+                             num_steps=150, progress=False)  # fmt: skip
+    path = tmp_path_factory.mktemp("acq") / "model"
+    save_model(fitted, path)
+    return path, fitted
+
+
+@pytest.fixture(scope="module")
+def candidates():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-3, 3, size=(700, 2))
+    return pd.DataFrame({"point_id": np.arange(700) * 7, "a": x[:, 0], "b": x[:, 1], "tag": ["p"] * 700})
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_acquire_writes_the_chosen_rows_best_first(model_dir, candidates, tmp_path, fmt):
+    path, fitted = model_dir
+    cand = tmp_path / f"cand.{fmt}"
+    candidates.to_csv(cand, index=False) if fmt == "csv" else candidates.to_parquet(cand, index=False)
+    out = tmp_path / "chosen.csv"
+    # chunks of 64 rows: the streamed answer is that of the whole table in memory
+    assert main(["acquire", str(path), str(cand), "--n", "12", "-o", str(out), "--chunk-rows", "64"]) == 0
+    got = pd.read_csv(out)
+    expected = select(fitted, candidates, 12)
+    assert list(got.columns) == ["point_id", "a", "b", "tag", "score"]
+    assert got["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()
+    assert np.allclose(got["score"], expected.scores, rtol=1e-8)
+    assert np.allclose(got[["a", "b"]], candidates.loc[expected.rows.index, ["a", "b"]], rtol=1e-9)
+
+
+def test_acquire_features_and_parquet_output(model_dir, candidates, tmp_path):
+    path, fitted = model_dir
+    renamed = candidates.rename(columns={"a": "mass", "b": "mix"})
+    cand = tmp_path / "cand.csv"
+    renamed.to_csv(cand, index=False)
+    out = tmp_path / "chosen.parquet"
+    args = ["acquire", str(path), str(cand), "--n", "5", "--features", "mass,mix", "--criterion", "variance"]
+    assert main([*args, "-o", str(out)]) == 0
+    got = pd.read_parquet(out)
+    assert got["point_id"].tolist() == candidates.loc[select(fitted, candidates, 5, criterion="variance").rows.index,
+                                                      "point_id"].tolist()  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d, c: ["--n", "3", "--features", "a"], "features"),
+        (lambda d, c: ["--n", "3", "--features", "a,zz"], "zz"),
+        (lambda d, c: ["--n", "0"], "N"),
+        (lambda d, c: ["--n", "3", "--criterion", "nope"], "criterion"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(model_dir, candidates, tmp_path, capsys, setup, message):
+    cand = tmp_path / "cand.csv"
+    candidates.to_csv(cand, index=False)
+    with pytest.raises(SystemExit) as exc:
+        code = main(["acquire", str(model_dir[0]), str(cand), "-o", str(tmp_path / "o.csv"), *setup(model_dir, cand)])
+        raise SystemExit(code)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_missing_columns_and_files(model_dir, candidates, tmp_path, capsys):
+    cand = tmp_path / "cand.csv"
+    candidates.drop(columns="b").to_csv(cand, index=False)
+    for args in ([str(model_dir[0]), str(cand)], [str(model_dir[0]), str(tmp_path / "none.csv")],
+                 [str(tmp_path / "nomodel"), str(cand)]):  # fmt: skip
+        assert main(["acquire", *args, "--n", "2", "-o", str(tmp_path / "o.csv")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "o.csv").exists()

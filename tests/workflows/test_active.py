@@ -1,0 +1,115 @@
+"""The active-learning loop: rounds, warm starts, a command oracle, and resuming a killed loop."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmabnn.errors import InputError
+from sigmabnn.fitting.spec import build_spec
+from sigmabnn.workflows.active import CommandOracle, LoopConfig, run_loop
+
+TARGET = "y"
+
+
+def truth(x: np.ndarray) -> np.ndarray:
+    return np.sin(3 * x[:, 0]) + 0.5 * x[:, 1]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(300, 2))
+    return pd.DataFrame({"id": np.arange(300), "a": x[:, 0], "b": x[:, 1]})
+
+
+def oracle(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(**{TARGET: truth(rows[["a", "b"]].to_numpy())})
+
+
+def config(**kw) -> LoopConfig:
+    spec = build_spec(TARGET, ["a", "b"], method="ensemble", architecture="2-6-1", num_members=2, num_steps=60,
+                      split=(0.8, 0.2, 0.0), seed=0)  # fmt: skip
+    return LoopConfig(**{"spec": spec, "batch_size": 10, "max_labelled": 50, "initial_size": 30, **kw})
+
+
+def test_loop_rounds_label_new_rows_and_warm_start(pool, tmp_path):
+    result = run_loop(tmp_path / "loop", pool, oracle, config())
+    assert [h["n_labelled"] for h in result.history] == [30, 40, 50]
+    assert [h["warm_start"] for h in result.history] == [False, True, True]
+    ids = result.labelled["id"]
+    assert len(ids) == 50 and ids.is_unique and set(ids) <= set(pool["id"])
+    assert np.allclose(result.labelled[TARGET], truth(result.labelled[["a", "b"]].to_numpy()))
+    assert result.fitted is not None and result.fitted.num_networks == 2
+
+
+class Killed(Exception):
+    pass
+
+
+def test_a_killed_loop_resumes_where_it_stopped(pool, tmp_path):
+    full = run_loop(tmp_path / "full", pool, oracle, config())
+    calls = []
+
+    def dying(rows):
+        calls.append(len(rows))
+        if len(calls) == 3:  # the second acquired batch: after two fits
+            raise Killed
+        return oracle(rows)
+
+    with pytest.raises(Killed):
+        run_loop(tmp_path / "resumed", pool, dying, config())
+    fits = []
+    resumed = run_loop(tmp_path / "resumed", pool, oracle, config(), evaluate=lambda f: fits.append(1) or {})
+    assert len(fits) == 1  # the two finished fits are not redone: only the last round's
+    pd.testing.assert_frame_equal(resumed.labelled, full.labelled)
+    assert [h["n_labelled"] for h in resumed.history] == [30, 40, 50]
+
+
+def test_command_oracle(pool, tmp_path):
+    script = tmp_path / "label.py"
+    script.write_text(
+        "import sys, numpy as np, pandas as pd\n"
+        "d = pd.read_csv(sys.argv[1])\n"
+        "d['y'] = np.sin(3 * d['a']) + 0.5 * d['b']\n"
+        "d[['id', 'y']].to_csv(sys.argv[2], index=False)\n"
+    )
+    cmd = CommandOracle(f"{sys.executable} {script} {{input}} {{output}}", TARGET, tmp_path / "oracle")
+    result = run_loop(tmp_path / "loop", pool, cmd, config(max_labelled=40))
+    assert len(result.labelled) == 40 and cmd.calls == 2
+    assert np.allclose(result.labelled[TARGET], truth(result.labelled[["a", "b"]].to_numpy()))
+    failing = CommandOracle("exit 3 # {input} {output}", TARGET, tmp_path / "bad")
+    with pytest.raises(InputError, match="exit code 3"):
+        failing(pool.head(2))
+    with pytest.raises(InputError, match="input"):
+        CommandOracle("echo", TARGET, tmp_path)
+
+
+def test_bad_configs(pool, tmp_path):
+    with pytest.raises(InputError, match="criterion"):
+        config(criterion="best")
+    with pytest.raises(InputError, match="initial"):
+        run_loop(tmp_path / "x", pool, oracle, config(initial_size=0))
+
+
+def test_initial_positions_start_mcmc_chains_and_are_checked(pool):
+    """An MCMC refit starts its chains (here without MAP) at the previous run's last draws."""
+    from sigmabnn.api import fit
+    from sigmabnn.workflows.active import refit_starts
+
+    data = oracle(pool.head(40))
+    opts = dict(method="mh", architecture="2-4-1", num_chains=2, num_warmup=5, num_samples=4, progress=False, map=None)
+    first, _ = fit(data, TARGET, ["a", "b"], **opts)
+    starts = refit_starts(first)
+    assert starts.shape == (2, first.draws.positions.shape[-1])
+    assert np.array_equal(starts, np.asarray(first.draws.positions)[:, -1])
+    second, _ = fit(data, TARGET, ["a", "b"], initial_positions=starts, **opts)
+    assert second.num_networks == 8
+    with pytest.raises(InputError, match="shape"):
+        fit(data, TARGET, ["a", "b"], initial_positions=starts[:1], **opts)
+    with pytest.raises(InputError, match="VI"):
+        fit(data, TARGET, ["a", "b"], method="bbb", architecture="2-4-1", num_steps=5, progress=False,
+            initial_positions=starts)  # fmt: skip
