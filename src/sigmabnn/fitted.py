@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sigmabnn.calibration import Calibration
+from sigmabnn.classes import ClassLabels
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.dtypes import resolve
@@ -57,6 +58,8 @@ class FittedModel:
         calibration: quantile recalibration of the predictive intervals learned on held-out
             rows (:class:`~sigmabnn.calibration.Calibration`, made by
             :func:`sigmabnn.recalibration.recalibrate`), or ``None``.
+        classes: a classifier's label set and temperature (:class:`~sigmabnn.classes.ClassLabels`;
+            logit ``k`` is ``classes.labels[k]``), ``None`` for a regression.
     """
 
     bnn: BNN
@@ -73,6 +76,7 @@ class FittedModel:
     data_fingerprint: str = ""
     created: str = field(default_factory=now_iso)
     calibration: Calibration | None = None
+    classes: ClassLabels | None = None
 
     @property
     def num_features(self) -> int:
@@ -87,6 +91,11 @@ class FittedModel:
     def report(self) -> FitReport:
         """The training report, typed (:class:`~sigmabnn.fitting.report.FitReport` of :attr:`diagnostics`)."""
         return FitReport.from_json(self.diagnostics)
+
+    @property
+    def is_classifier(self) -> bool:
+        """Whether the model is a classifier (categorical likelihood)."""
+        return self.bnn.likelihood.name == "categorical"
 
     @property
     def log_target(self) -> bool:

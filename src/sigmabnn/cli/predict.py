@@ -14,7 +14,8 @@ DESCRIPTION = (
     "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
     "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "
     "for a log target also log10_mean, log10_std, ... in log10 space. --no-intervals leaves out the interval "
-    "columns and draws no noise samples."
+    "columns and draws no noise samples. For a classifier: prob_<class> per class (the posterior predictive), "
+    "predicted, entropy (total), expected_entropy (aleatoric) and mutual_information (epistemic, BALD), in nats."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -108,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    frame = pd.DataFrame(prediction_columns(pred, levels))
+    classifier = fitted.is_classifier  # prob_<class>, predicted and the entropies (ClassPrediction.columns)
+    frame = pd.DataFrame(pred.columns() if classifier else prediction_columns(pred, levels))
     if args.with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
     write_csv(frame, out)

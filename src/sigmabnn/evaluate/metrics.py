@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmabnn.evaluate.classification import evaluate_classifier
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict import score
 
@@ -198,7 +199,11 @@ def evaluate(
         Each section holds ``r2``, ``rmse``, ``nll``, ``residual_mean``,
         ``residual_std``, ``coverage_sigma``, ``coverage_interval`` and
         (original space only) ``relative_error`` (see the module docstring).
+        A classifier returns :func:`sigmabnn.evaluate.classification.evaluate_classifier`'s
+        accuracy, NLL, Brier score and ECE instead.
     """
+    if fitted.is_classifier:
+        return evaluate_classifier(fitted, x_raw, y_raw)
     scored = score(fitted, x_raw, y_raw, levels=levels, rng_key=rng_key, chunk_size=chunk_size)
     pred, y = scored.prediction, scored.targets
     out: dict[str, Any] = {"n": int(y.shape[0]), "target": fitted.target_name}

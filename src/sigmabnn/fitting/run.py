@@ -6,7 +6,9 @@
    run streams into its checkpoint, :mod:`sigmabnn.fitting.checkpointing`);
 4. score it (:mod:`sigmabnn.fitting.score`) and write the typed report (:class:`FitReport`);
 5. recalibrate its intervals if asked (:func:`sigmabnn.recalibration.recalibrate`) and save it
-   at the checkpoint's path.
+   at the checkpoint's path. A classifier with validation rows instead gets the temperature that
+   minimises their NLL, when it beats ``T = 1`` (:func:`sigmabnn.temperature.fit_temperature`),
+   before it is scored.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import time
 from typing import Any
 
 import jax
+import numpy as np
 
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting import checkpointing, score
 from sigmabnn.fitting.prepare import PreparedData, prepare_data
-from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, Timings
+from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, RecalibrationSummary, Timings
 from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.fitting.trainers import Trained, Trainer, trainer_for
 from sigmabnn.io.model_file import save_model, to_jsonable
@@ -30,6 +33,7 @@ from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN
 from sigmabnn.names import MCMC_METHODS, STUDENT_T_LIKELIHOODS
 from sigmabnn.recalibration import recalibrate
+from sigmabnn.temperature import fit_temperature
 
 __all__ = ["run_fit"]
 
@@ -54,7 +58,7 @@ def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any]
     return FittedModel(
         bnn=bnn, x_transform=data.x_transform, y_transform=data.y_transform, feature_names=data.feature_names,
         target_name=data.table.target_name, derived=data.derived, method=spec.method.name,
-        settings=to_jsonable(settings), data_fingerprint=data.table.fingerprint, **fields,
+        settings=to_jsonable(settings), data_fingerprint=data.table.fingerprint, classes=data.classes, **fields,
     )  # fmt: skip
 
 
@@ -102,6 +106,17 @@ def _report(spec: FitSpec, bnn: BNN, data: PreparedData, trained: Trained, **sec
     return FitReport.from_json(to_jsonable(report.to_json()))
 
 
+def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, RecalibrationSummary]:
+    """The classifier with its temperature fitted on the validation rows (:mod:`sigmabnn.temperature`)."""
+    val = data.val
+    fitted, fit = fit_temperature(fitted, val.x, val.y.astype(np.int64))
+    summary = RecalibrationSummary(
+        rows_kind="temperature", rows=int(val.n), heldout_rows=int(val.n),
+        extra={"temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one},
+    )  # fmt: skip
+    return fitted, summary
+
+
 def run_fit(
     data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False
 ) -> tuple[FittedModel, FitReport]:
@@ -116,8 +131,9 @@ def run_fit(
         raise InputError("resume=True needs the checkpoint (model path) to resume")
     fit_args = spec.to_json() if checkpoint is not None else None
     prepared = prepare_data(data, spec)
-    bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
-                    spec.model.dtype)  # fmt: skip
+    num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
+    bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
+                    spec.model.activation, spec.model.dtype)  # fmt: skip
     trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
     settings = _settings(spec, bnn)
     t_fit = time.perf_counter()
@@ -125,12 +141,16 @@ def run_fit(
     timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
                     adapted=trained.adapted, diagnostics={})  # fmt: skip
+    sections = {}
+    if spec.is_classifier and prepared.val.n > 0:  # temperature on the validation rows, kept if it lowers their NLL
+        fitted, sections["recalibration"] = _temperature(fitted, prepared)
     t_metrics = time.perf_counter()
     metrics = score.metrics(fitted, prepared, spec.seed)
     timings["metrics_seconds"] = time.perf_counter() - t_metrics
     timings["total_seconds"] = time.perf_counter() - t_start
     noise_std = score.noise_std(spec, bnn, trained.draws, prepared)
-    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics)
+    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics,
+                     **sections)  # fmt: skip
     fitted = dataclasses.replace(fitted, diagnostics=report.to_json())
     if spec.recalibrate:
         train, val = prepared.train, prepared.val

@@ -9,6 +9,8 @@ Layout of a model directory::
                  data_fingerprint, created, optionally "calibration" (the
                  quantile recalibration map: method, split, n, pit rows; see
                  sigmabnn.calibration; absent in files saved without one),
+                 "classes" for a classifier (sorted labels and temperature,
+                 sigmabnn.classes; required with the categorical likelihood),
                  and "arrays": the manifest
                  name -> {"shape": [...], "dtype": "float64"}
     arrays.npz   one .npy member per manifest entry (uncompressed; never pickled):
@@ -49,6 +51,7 @@ import numpy as np
 
 from sigmabnn._version import __version__
 from sigmabnn.calibration import Calibration
+from sigmabnn.classes import ClassLabels
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import ModelFileError
@@ -189,6 +192,7 @@ def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: boo
         "diagnostics": to_jsonable(fitted.diagnostics),
         "data_fingerprint": fitted.data_fingerprint,
         **({} if fitted.calibration is None else {"calibration": fitted.calibration.to_json()}),
+        **({} if fitted.classes is None else {"classes": fitted.classes.to_json()}),
         "draws": {"num_chains": fitted.draws.num_chains, "num_draws": fitted.draws.num_draws},
         "arrays": {name: {"shape": list(a.shape), "dtype": a.dtype.name} for name, a in arrays.items()},
     }
@@ -342,6 +346,7 @@ def _validate_header(h: Any) -> dict[str, Any]:
         except ValueError as err:
             raise _fail(f"invalid calibration: {err}") from None
 
+    _validate_classes(h)
     manifest = h["arrays"]
     specs: dict[str, tuple[tuple[int, ...], np.dtype, int]] = {}
     for name, entry in manifest.items():
@@ -370,6 +375,23 @@ def _validate_header(h: Any) -> dict[str, Any]:
         if name in expected and shape != expected[name]:
             raise _fail(f"array {name!r} must have shape {list(expected[name])}, declared {list(shape)}")
     return specs
+
+
+def _validate_classes(h: dict[str, Any]) -> ClassLabels | None:
+    """The header's label set (``None`` without one); a classifier must have one with a label per output."""
+    lik = h["network"]["likelihood"]
+    is_classifier = isinstance(lik, dict) and lik.get("name") == "Categorical"
+    if "classes" not in h:
+        if is_classifier:
+            raise _fail("a categorical model lacks its class labels ('classes')")
+        return None
+    try:
+        classes = ClassLabels.from_json(h["classes"])
+    except ValueError as err:
+        raise _fail(f"invalid classes: {err}") from None
+    if not is_classifier or classes.num_classes != h["network"]["widths"][-1]:
+        raise _fail("the class labels do not match the network (categorical, one output per class)")
+    return classes
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -530,6 +552,7 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
                 calibration = Calibration.from_json(header["calibration"], y_transform.standardizer.dim)
             except ValueError as err:
                 raise _fail(f"invalid calibration: {err}") from None
+        classes = _validate_classes(header)
         arrays = _load_arrays(path / ARRAYS_NAME, specs, verify_checksums)
     except ModelFileError:
         raise
@@ -566,4 +589,5 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
         data_fingerprint=header["data_fingerprint"],
         created=header["created"],
         calibration=calibration,
+        classes=classes,
     )
