@@ -121,7 +121,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=LIKELIHOOD_NAMES,
         default=None,
         help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled) "
-        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only)",
+        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only); categorical: "
+        "a classifier of the target's integer or string labels (every method)",
     )
     sampler.add_argument(
         "--df",
@@ -420,7 +421,15 @@ def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any 
 
     metrics = report.metrics or {}
     splits = [name for name in ("train", "val") if name in metrics]
-    if splits:
+    if splits and fitted.is_classifier:
+        from sigmabnn.cli.evaluate import CLASS_ROWS
+
+        print("  metrics" + "".join(f"{name:>14}" for name in splits), file=file)
+        for key, label in CLASS_ROWS:
+            if key in metrics[splits[0]]:
+                cells = "".join(f"{common.format_value(metrics[n][key]):>14}" for n in splits)
+                print(f"    {label.ljust(34)}{cells}", file=file)
+    elif splits:
         space = "log10" if fitted.log_target else "original"
         table = {name: dict(metric_rows(metrics[name].get(space, {}))) for name in splits}
         labels = [label for label, _ in metric_rows(metrics[splits[0]].get(space, {})) if "relative" not in label]
