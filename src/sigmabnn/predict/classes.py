@@ -100,7 +100,7 @@ def _moments_fn(bnn: BNN, num_networks: int):
         def group(carry: tuple[Array, Array], xs: tuple[Any, Array]) -> tuple[tuple[Array, Array], None]:
             logp = _log_probs(bnn, xs[0], z, inv_temperature)
             p = jnp.exp(logp)
-            h = -jnp.sum(jnp.where(p > 0, p * logp, 0.0), axis=-1)
+            h = jnp.maximum(-jnp.sum(jnp.where(p > 0, p * logp, 0.0), axis=-1), 0.0)  # >= 0 against rounding
             w = (xs[1] < num_networks).astype(jnp.float64)  # padding networks weigh nothing
             return (carry[0] + jnp.einsum("g,gck->ck", w, p), carry[1] + w @ h), None
 
