@@ -74,7 +74,8 @@ def run_digits(args: argparse.Namespace) -> int:
         raise InputError(f"the digits demo trains with {', '.join(DIGITS_METHODS)}; not {method!r}")
     out = common.output_dir(args.out or DEFAULT_OUT["digits"], "output directory")
 
-    from sigmabnn.workflows.digits import DIGITS_ARCHITECTURE, run_digits as run_workflow
+    from sigmabnn.workflows.digits import DIGITS_ARCHITECTURE
+    from sigmabnn.workflows.digits import run_digits as run_workflow
 
     print(f"handwritten digits (8x8, built-in): categorical BNN {DIGITS_ARCHITECTURE}, {method}", flush=True)
     result = run_workflow(out, method=method, seed=args.seed, progress=not args.quiet)
