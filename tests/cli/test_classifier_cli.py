@@ -71,3 +71,14 @@ def test_a_float_or_single_class_target_exits_2(tmp_path, capsys, target, needle
             str(tmp_path / "m"), *FAST]  # fmt: skip
     one_line_exit_2(capsys, argv, needle)
     assert not (tmp_path / "m").exists()
+
+
+def test_bbb_with_the_scale_mixture_prior_from_the_command_line(tmp_path, capsys):
+    blobs().to_csv(tmp_path / "data.csv", index=False)
+    argv = ["train", str(tmp_path / "data.csv"), "--target", "kind", "--likelihood", "categorical", "--method", "bbb",
+            "--vi-prior", "scale_mixture", "--arch", "2-8-3", "--draws", "20", "-q", "-o", str(tmp_path / "m")]  # fmt: skip
+    assert main(argv) == 0
+    from sigmabnn.io.model_file import load_model
+
+    assert load_model(tmp_path / "m").settings["prior"] == "scale_mixture"
+    one_line_exit_2(capsys, [*argv[:-2], "--method", "nuts", "-o", str(tmp_path / "m2")], "--vi-prior")

@@ -20,7 +20,7 @@ from typing import Any
 from sigmabnn import interrupts
 from sigmabnn.cli import common
 from sigmabnn.errors import InputError
-from sigmabnn.names import CLI_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS
+from sigmabnn.names import CLI_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS, VI_METHODS
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
@@ -130,6 +130,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NU",
         help="degrees of freedom of the student_t / hetero_student_t noise (> 2, default 4)",
     )
+    sampler.add_argument(
+        "--vi-prior",
+        choices=("gaussian", "scale_mixture"),
+        default=None,
+        help="bbb / flipout: the weights' prior, gaussian (default) or Blundell et al.'s scale mixture",
+    )
     pre = p.add_argument_group("MAP pretraining of the chains' starts (MCMC methods)")
     pre.add_argument(
         "--map-steps",
@@ -201,6 +207,10 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "noise_df": args.df,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if getattr(args, "vi_prior", None) is not None:
+        if kwargs["method"] not in VI_METHODS:
+            raise InputError(f"--vi-prior is an option of --method bbb or flipout, not {kwargs['method']}")
+        kwargs["prior"] = args.vi_prior
     pre: dict[str, Any] = {}
     if args.map_steps is not None:  # steps, not the large-data default's epochs
         pre.update(num_steps=args.map_steps, num_epochs=None)
