@@ -75,8 +75,9 @@ def test_a_float_or_single_class_target_exits_2(tmp_path, capsys, target, needle
 
 def test_bbb_with_the_scale_mixture_prior_from_the_command_line(tmp_path, capsys):
     blobs().to_csv(tmp_path / "data.csv", index=False)
-    argv = ["train", str(tmp_path / "data.csv"), "--target", "kind", "--likelihood", "categorical", "--method", "bbb",
-            "--vi-prior", "scale_mixture", "--arch", "2-8-3", "--draws", "20", "-q", "-o", str(tmp_path / "m")]  # fmt: skip
+    data, model = str(tmp_path / "data.csv"), str(tmp_path / "m")
+    argv = ["train", data, "--target", "kind", "--likelihood", "categorical", "--method", "bbb",
+            "--vi-prior", "scale_mixture", "--arch", "2-8-3", "--draws", "20", "-q", "-o", model]  # fmt: skip
     assert main(argv) == 0
     from sigmabnn.io.model_file import load_model
 
