@@ -26,6 +26,10 @@ log-posterior, i.e. the NLL plus the BNN's Gaussian prior acting as L2 weight
 decay (with :func:`sigmabnn.api.fit`'s unit prior precision on standardised
 data, a mild regulariser). The paper's optional adversarial-example smoothing
 is not implemented.
+
+A classifier's ensemble (:class:`~sigmabnn.model.likelihoods.Categorical` likelihood) has no
+variance head: its members are MAP networks of the categorical NLL plus the prior, each from its
+own random start, and its predictive is the mean of the members' class probabilities.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import jax.numpy as jnp
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
-from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticGaussian
+from sigmabnn.model.likelihoods import Categorical, Gaussian, HeteroscedasticGaussian
 from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
 from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
@@ -94,9 +98,10 @@ class EnsembleInfo(NamedTuple):
 
 
 def _check(bnn: BNN, config: EnsembleConfig) -> None:
-    if not isinstance(bnn.likelihood, HeteroscedasticGaussian):
+    if not isinstance(bnn.likelihood, HeteroscedasticGaussian | Categorical):
         raise ValueError(
-            f"a deep ensemble needs the heteroscedastic (learned variance) likelihood, got {bnn.likelihood.name!r}"
+            "a deep ensemble needs the heteroscedastic (learned variance) or the categorical likelihood, "
+            f"got {bnn.likelihood.name!r}"
         )
     if int(config.num_members) < 1:
         raise ValueError(f"num_members must be >= 1, got {config.num_members}")
@@ -176,15 +181,19 @@ def fit_ensemble(
     m = int(config.num_members)
     t0 = time.perf_counter()
     mean_key, full_key = jax.random.split(rng_key)
-    if initial_positions is None:
-        starts, mean_info = mean_first_starts(mean_key, bnn, data, config.training, m, val_data)
-        mean_evals = mean_info.num_grad_evals
+    if isinstance(bnn.likelihood, Categorical) and initial_positions is None:
+        # no variance head: each member from its random start
+        positions, map_info = pretrain_map(full_key, bnn, data, hyper, config.training, val_data, num_starts=m)
     else:
-        starts, mean_evals = jnp.asarray(initial_positions, bnn.jdtype), 0
-    positions, map_info = pretrain_map(
-        full_key, bnn, data, hyper, config.training, val_data, num_starts=m, initial_positions=starts
-    )
-    map_info = map_info._replace(num_grad_evals=map_info.num_grad_evals + mean_evals)
+        if initial_positions is None:
+            starts, mean_info = mean_first_starts(mean_key, bnn, data, config.training, m, val_data)
+            mean_evals = mean_info.num_grad_evals
+        else:
+            starts, mean_evals = jnp.asarray(initial_positions, bnn.jdtype), 0
+        positions, map_info = pretrain_map(
+            full_key, bnn, data, hyper, config.training, val_data, num_starts=m, initial_positions=starts
+        )
+        map_info = map_info._replace(num_grad_evals=map_info.num_grad_evals + mean_evals)
     positions = jax.block_until_ready(positions)
     seconds = time.perf_counter() - t0
     draws = PosteriorDraws(positions=jnp.asarray(positions)[None], hyper=broadcast_hyper(hyper, 1, m))

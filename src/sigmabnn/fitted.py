@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sigmabnn.calibration import Calibration
+from sigmabnn.classes import ClassLabels
 from sigmabnn.data.domain import Domain
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -62,6 +63,8 @@ class FittedModel:
             reference inputs and the threshold of the in-domain test), or ``None`` (a model
             saved before domains were stored, or trained on fewer than 3 rows): then
             predictions carry no ``in_domain`` flag.
+        classes: a classifier's label set and temperature (:class:`~sigmabnn.classes.ClassLabels`;
+            logit ``k`` is ``classes.labels[k]``), ``None`` for a regression.
     """
 
     bnn: BNN
@@ -79,6 +82,7 @@ class FittedModel:
     created: str = field(default_factory=now_iso)
     calibration: Calibration | None = None
     domain: Domain | None = None
+    classes: ClassLabels | None = None
 
     @property
     def num_features(self) -> int:
@@ -93,6 +97,11 @@ class FittedModel:
     def report(self) -> FitReport:
         """The training report, typed (:class:`~sigmabnn.fitting.report.FitReport` of :attr:`diagnostics`)."""
         return FitReport.from_json(self.diagnostics)
+
+    @property
+    def is_classifier(self) -> bool:
+        """Whether the model is a classifier (categorical likelihood)."""
+        return self.bnn.likelihood.name == "categorical"
 
     @property
     def log_target(self) -> bool:

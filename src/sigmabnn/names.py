@@ -32,8 +32,9 @@ DEFAULT_METHOD: str = "chees"
 chosen on validation rows, ``benchmarks/results/defaults_validation.md``)."""
 CLI_METHODS: tuple[str, ...] = ("nuts", "hmc", "chees", "mh", *VI_METHODS, *ENSEMBLE_METHODS)
 """The same methods in the order ``sigmabnn train --method`` lists them (ChEES beside the other HMC samplers)."""
-LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t")
-"""Noise models :func:`sigmabnn.api.fit` offers (a known per-row noise is chosen by ``noise_column``)."""
+LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t", "categorical")
+"""Likelihoods :func:`sigmabnn.api.fit` offers: noise models of a regression (a known per-row noise is chosen by
+``noise_column``) and ``categorical`` (a classifier of integer or string labels)."""
 STUDENT_T_LIKELIHOODS: tuple[str, ...] = ("student_t", "hetero_student_t")
 """The likelihoods with a degrees-of-freedom option (``noise_df``)."""
 RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")

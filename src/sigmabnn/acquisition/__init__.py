@@ -1,14 +1,25 @@
 """Which points to label next: acquisition scores of a fitted model's draws and batch selection.
 
+This package only re-exports from its submodules:
+
 - :mod:`~sigmabnn.acquisition.regression`: single-point scores of a regression model's predictive
   mixture (epistemic variance, relative epistemic std, BALD).
 - :mod:`~sigmabnn.acquisition.batch`: greedy batch selection conditioning on the picks.
 - :mod:`~sigmabnn.acquisition.select`: :func:`select`, the streamed selection from a candidate table.
+- :mod:`~sigmabnn.acquisition.classification`: scores of a classifier's candidates from every
+  network's class probabilities (BALD, maximum entropy, variation ratios, random); its BALD is
+  :func:`sigmabnn.acquisition.classification.bald` (``bald`` here is the regression one).
 """
 
-from __future__ import annotations
-
 from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
+from sigmabnn.acquisition.classification import (
+    CLASSIFICATION_CRITERIA,
+    classification_scores,
+    max_entropy,
+    predictive_entropy,
+    select_batch,
+    variation_ratios,
+)
 from sigmabnn.acquisition.regression import (
     aleatoric_variance,
     bald,
@@ -19,15 +30,21 @@ from sigmabnn.acquisition.select import BATCH_MODES, CRITERIA, Selection, candid
 
 __all__ = [
     "BATCH_MODES",
+    "CLASSIFICATION_CRITERIA",
     "CRITERIA",
     "BatchPicks",
     "Selection",
     "aleatoric_variance",
     "bald",
     "candidate_scores",
+    "classification_scores",
     "epistemic_variance",
     "greedy_batch",
+    "max_entropy",
+    "predictive_entropy",
     "relative_epistemic_std",
     "select",
+    "select_batch",
     "top_scores",
+    "variation_ratios",
 ]

@@ -1,4 +1,4 @@
-"""``sigmabnn demo [toy|nlo]``: the built-in experiments (toy regression; the NLO cross-section surrogate)."""
+"""``sigmabnn demo [toy|nlo|digits]``: the built-in experiments (toy regression; the NLO surrogate; digits)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,21 @@ import time
 
 from sigmabnn.cli import common
 
-HELP = "run a built-in experiment: toy (six 1-d functions) or nlo (the chi1 chi1 cross-section surrogate)"
+HELP = "run a built-in experiment: toy (six 1-d functions), nlo (the chi1 chi1 surrogate) or digits (a classifier)"
 DESCRIPTION = (
     "toy (the default): fit a BNN with NUTS (or variational inference, --method) to each of six noisy "
     "one-dimensional functions (Maz 2018: 50 points on [-10, 10]), predict on [-20, 20], write one PNG per function "
     "and print how often the 95 % interval contains the true function inside and outside the training domain. "
     "nlo: train the recommended surrogate of the NLO cross section p p -> chi1^0 chi1^0 on the built-in Prospino "
     "data (a heteroscedastic Student-t head, MAP pretraining, then ChEES-HMC), save the model and write its "
-    "calibration report."
+    "calibration report. digits: train a categorical BNN on the built-in 8x8 handwritten digits, print its test "
+    "accuracy, NLL and expected calibration error, and write its report (reliability diagram, most and least "
+    "certain digits)."
 )
 
-DEMOS = ("toy", "nlo")
-DEFAULT_OUT = {"toy": "sigmabnn-demo", "nlo": "sigmabnn-demo-nlo"}
+DEMOS = ("toy", "nlo", "digits")
+DEFAULT_OUT = {"toy": "sigmabnn-demo", "nlo": "sigmabnn-demo-nlo", "digits": "sigmabnn-demo-digits"}
+DIGITS_METHODS = ("ensemble", "nuts", "chees", "hmc", "mh", "bbb", "flipout")
 TOY_NAMES = ("linear", "quadratic", "sine", "log", "reciprocal", "chirp")
 
 
@@ -41,9 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="random seed (default 0)")
     p.add_argument(
         "--method",
-        choices=("nuts", "bbb", "flipout", "maz"),
-        default="nuts",
-        help="toy: nuts (default), bbb or flipout; maz: Maz 2018's setting (2 x 40 rbf units, BBB, 500 steps)",
+        choices=("nuts", "bbb", "flipout", "maz", "ensemble", "chees", "hmc", "mh"),
+        default=None,
+        help="toy: nuts (default), bbb or flipout; maz: Maz 2018's setting (2 x 40 rbf units, BBB, 500 steps); "
+        "digits: ensemble (default), nuts, chees, hmc, mh, bbb or flipout",
     )
     p.add_argument("--chains", type=common.positive_int, metavar="N", help="NUTS chains per fit (default 2)")
     p.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up steps per chain")
@@ -54,7 +58,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.name == "nlo":
         return run_nlo(args)
+    if args.name == "digits":
+        return run_digits(args)
     return run_toy(args)
+
+
+def run_digits(args: argparse.Namespace) -> int:
+    """``sigmabnn demo digits``: a categorical BNN on the built-in handwritten digits; test accuracy, NLL, ECE."""
+    from sigmabnn.errors import InputError
+
+    if args.functions or args.chains or args.warmup or args.draws:
+        raise InputError("--functions, --chains, --warmup and --draws do not apply to the digits demo")
+    method = args.method or "ensemble"
+    if method not in DIGITS_METHODS:
+        raise InputError(f"the digits demo trains with {', '.join(DIGITS_METHODS)}; not {method!r}")
+    out = common.output_dir(args.out or DEFAULT_OUT["digits"], "output directory")
+
+    from sigmabnn.workflows.digits import DIGITS_ARCHITECTURE
+    from sigmabnn.workflows.digits import run_digits as run_workflow
+
+    print(f"handwritten digits (8x8, built-in): categorical BNN {DIGITS_ARCHITECTURE}, {method}", flush=True)
+    result = run_workflow(out, method=method, seed=args.seed, progress=not args.quiet)
+    t = result.test
+    print(f"test rows {t['n']}: accuracy {t['accuracy']:.4f} (error {t['error']:.4f}), NLL {t['nll']:.4f} nats, "
+          f"ECE {t['ece']:.4f} ({t['ece_bins']} bins), Brier {t['brier']:.4f}")  # fmt: skip
+    print(f"done in {common.format_seconds(result.seconds)}; model {result.model_path}")
+    print(f"report: {result.report.markdown}")
+    sys.stdout.flush()
+    return 0
 
 
 def run_nlo(args: argparse.Namespace) -> int:
@@ -63,8 +94,8 @@ def run_nlo(args: argparse.Namespace) -> int:
 
     if args.functions:
         raise InputError("--functions applies to the toy demo only")
-    if args.method != "nuts":
-        raise InputError("--method applies to the toy demo only (the NLO demo samples with NUTS)")
+    if args.method not in (None, "nuts"):
+        raise InputError("--method applies to the toy and digits demos only (the NLO demo samples with NUTS)")
     out = common.output_dir(args.out or DEFAULT_OUT["nlo"], "output directory")
 
     from sigmabnn.cli.evaluate import report_summary
@@ -97,6 +128,9 @@ def run_toy(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"unknown toy function {unknown[0]!r}; choose from {', '.join(TOY_NAMES)}")
     out = common.output_dir(args.out or DEFAULT_OUT["toy"], "figure directory")
+    args.method = args.method or "nuts"
+    if args.method not in ("nuts", "bbb", "flipout", "maz"):
+        raise InputError(f"the toy demo trains with nuts, bbb, flipout or maz; not {args.method!r}")
 
     import jax
 

@@ -16,7 +16,8 @@ DESCRIPTION = (
     "Score a model on a table that holds its input columns and the target: R^2, RMSE, negative log "
     "predictive density, mean and std of the standardised residuals, and coverage at 1/2/3 sigma and of the "
     "central intervals; for a log target in log10 space and in the original space. For a model that stores its "
-    "training domain, the same metrics again for the rows inside and outside it."
+    "training domain, the same metrics again for the rows inside and outside it. A classifier: accuracy, "
+    "negative log-likelihood, Brier score and expected calibration error (15 equal-width confidence bins)."
 )
 
 
@@ -63,9 +64,23 @@ def metric_rows(section: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
+CLASS_ROWS = (
+    ("accuracy", "accuracy"),
+    ("error", "error"),
+    ("nll", "NLL (nats/row)"),
+    ("brier", "Brier score"),
+    ("ece", "ECE (15 equal-width bins)"),
+    ("mean_entropy", "mean entropy (total)"),
+    ("mean_mutual_information", "mean mutual information"),
+    ("temperature", "logit temperature"),
+)
+
+
 def print_metrics(metrics: dict[str, Any], file: Any = None) -> None:
-    """The metrics of each space (``log10`` and/or ``original``) as aligned tables."""
+    """The metrics of each space (``log10`` and/or ``original``), or a classifier's, as aligned tables."""
     out = sys.stdout if file is None else file
+    if "accuracy" in metrics:
+        common.print_table([(label, metrics[key]) for key, label in CLASS_ROWS if key in metrics], file=out)
     for space in ("log10", "original"):
         if space in metrics:
             print(f"{space} space:" if space == "log10" else "original space:", file=out)
@@ -134,7 +149,12 @@ def _run_report(fitted: Any, table: Any, args: argparse.Namespace, data_path: An
         json.dump(common.to_builtin(result.metrics), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        report_summary(result.metrics)
+        if fitted.is_classifier:
+            for split, section in result.metrics.items():
+                print(f"{split}:")
+                print_metrics(section)
+        else:
+            report_summary(result.metrics)
         print(f"calibration report written to {result.markdown}")
     return 0
 

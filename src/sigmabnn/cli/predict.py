@@ -17,7 +17,9 @@ DESCRIPTION = (
     "row lies within the training inputs) and domain_distance (mean distance to the 5 nearest training rows in "
     "standardised inputs; in_domain is domain_distance <= the threshold stored in the model). Rows outside the "
     "domain get error bars that are extrapolations: a warning line counts them. --no-intervals leaves out the "
-    "interval columns and draws no noise samples."
+    "interval columns and draws no noise samples. For a classifier: prob_<class> per class (the posterior "
+    "predictive), predicted, entropy (total), expected_entropy (aleatoric) and mutual_information (epistemic, "
+    "BALD), in nats."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -127,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    frame = pd.DataFrame(prediction_columns(pred, levels))
+    classifier = fitted.is_classifier  # prob_<class>, predicted and the entropies (ClassPrediction.columns)
+    frame = pd.DataFrame(pred.columns() if classifier else prediction_columns(pred, levels))
     if args.with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
     write_csv(frame, out)

@@ -20,7 +20,7 @@ from typing import Any
 from sigmabnn import interrupts
 from sigmabnn.cli import common
 from sigmabnn.errors import InputError
-from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS
+from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS, VI_METHODS
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
@@ -126,13 +126,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=LIKELIHOOD_NAMES,
         default=None,
         help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled) "
-        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only)",
+        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only); categorical: "
+        "a classifier of the target's integer or string labels (every method)",
     )
     sampler.add_argument(
         "--df",
         type=common.positive_float,
         metavar="NU",
         help="degrees of freedom of the student_t / hetero_student_t noise (> 2, default 4)",
+    )
+    sampler.add_argument(
+        "--vi-prior",
+        choices=("gaussian", "scale_mixture"),
+        default=None,
+        help="bbb / flipout: the weights' prior, gaussian (default) or Blundell et al.'s scale mixture",
     )
     pre = p.add_argument_group("MAP pretraining of the chains' starts (MCMC methods)")
     pre.add_argument(
@@ -205,6 +212,10 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "noise_df": args.df,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if getattr(args, "vi_prior", None) is not None:
+        if kwargs["method"] not in VI_METHODS:
+            raise InputError(f"--vi-prior is an option of --method bbb or flipout, not {kwargs['method']}")
+        kwargs["prior"] = args.vi_prior
     pre: dict[str, Any] = {}
     if args.map_steps is not None:  # steps, not the large-data default's epochs
         pre.update(num_steps=args.map_steps, num_epochs=None)
@@ -425,7 +436,15 @@ def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any 
 
     metrics = report.metrics or {}
     splits = [name for name in ("train", "val") if name in metrics]
-    if splits:
+    if splits and fitted.is_classifier:
+        from sigmabnn.cli.evaluate import CLASS_ROWS
+
+        print("  metrics" + "".join(f"{name:>14}" for name in splits), file=file)
+        for key, label in CLASS_ROWS:
+            if key in metrics[splits[0]]:
+                cells = "".join(f"{common.format_value(metrics[n][key]):>14}" for n in splits)
+                print(f"    {label.ljust(34)}{cells}", file=file)
+    elif splits:
         space = "log10" if fitted.log_target else "original"
         table = {name: dict(metric_rows(metrics[name].get(space, {}))) for name in splits}
         labels = [label for label, _ in metric_rows(metrics[splits[0]].get(space, {})) if "relative" not in label]

@@ -210,6 +210,11 @@ class TargetTransform:
             u = u - (b[:, 0] if u.ndim == 1 else b)
         return cls(log10=bool(log10), standardizer=Standardizer.fit(u), baseline=baseline)
 
+    @classmethod
+    def identity(cls) -> TargetTransform:
+        """The transform of a classifier's label codes: no log, no baseline, mean 0 and std 1 (one column)."""
+        return cls(log10=False, standardizer=Standardizer(mean=np.zeros(1), std=np.ones(1)))
+
     def offset(self, x: Any, feature_names: tuple[str, ...] | list[str]) -> np.ndarray | None:
         """The baseline ``[n, t]`` at the raw input matrix ``x`` ``[n, p]`` with columns ``feature_names``.
 

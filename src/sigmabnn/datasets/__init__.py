@@ -1,4 +1,7 @@
-"""Built-in data: electroweakino NLO cross sections (the thesis data set), shipped with the package.
+"""Built-in data: electroweakino NLO cross sections (the thesis data set) and handwritten digits.
+
+>>> from sigmabnn.datasets import load_digits, load_idx
+>>> digits = load_digits()                  # 1,797 8x8 digits: pixel_0..pixel_63, digit, split
 
 >>> from sigmabnn.datasets import load_ewino, processes, ewino_table
 >>> df = load_ewino()                       # 12,100 rows x 81 columns
@@ -17,8 +20,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from sigmabnn.datasets.idx import idx_frame, load_idx
 from sigmabnn.physics.processes import Process, process_features, process_table, processes_in
 
 EWINO_FILE = "ewino_nlo.csv.gz"
@@ -31,6 +36,7 @@ SPLIT_FRACTIONS = {"train": 0.80, "val": 0.05, "test": 0.15}
 """Proportions of the fixed ``split`` column (the thesis's)."""
 
 __all__ = [
+    "DIGITS_SPLIT",
     "EWINO_FILE",
     "SPLIT_FRACTIONS",
     "THESIS_FEATURES",
@@ -38,7 +44,11 @@ __all__ = [
     "ewino_info",
     "ewino_readme",
     "ewino_table",
+    "digits_readme",
+    "idx_frame",
+    "load_digits",
     "load_ewino",
+    "load_idx",
     "processes",
 ]
 
@@ -52,6 +62,50 @@ def _load_cached() -> pd.DataFrame:
     with _resource(EWINO_FILE).open("rb") as fh:
         data = fh.read()
     return pd.read_csv(io.BytesIO(data), compression="gzip")
+
+
+DIGITS_FILE = "digits.csv.gz"
+DIGITS_README = "digits.md"
+DIGITS_SPLIT = {"train": 0.6, "val": 0.2, "test": 0.2}
+"""Proportions of the digits' fixed ``split`` column, per class."""
+DIGITS_SPLIT_SEED = 27
+
+
+def _digits_split(labels: np.ndarray) -> np.ndarray:
+    """The fixed stratified split: in each class a seeded permutation, 60 % train, 20 % val, the rest test."""
+    split = np.empty(labels.size, dtype=object)
+    rng = np.random.default_rng(DIGITS_SPLIT_SEED)
+    for label in np.unique(labels):
+        rows = rng.permutation(np.flatnonzero(labels == label))
+        n_train, n_val = round(DIGITS_SPLIT["train"] * rows.size), round(DIGITS_SPLIT["val"] * rows.size)
+        split[rows[:n_train]], split[rows[n_train : n_train + n_val]], split[rows[n_train + n_val :]] = (
+            "train", "val", "test",
+        )  # fmt: skip
+    return split
+
+
+@lru_cache(maxsize=1)
+def _digits_cached() -> pd.DataFrame:
+    with _resource(DIGITS_FILE).open("rb") as fh:
+        frame = pd.read_csv(io.BytesIO(fh.read()), compression="gzip")
+    frame["split"] = _digits_split(frame["digit"].to_numpy())
+    return frame
+
+
+def load_digits() -> pd.DataFrame:
+    """The built-in handwritten digits as a new DataFrame: 1,797 rows, ``pixel_0`` .. ``pixel_63`` (an 8x8
+    image row by row, integer counts 0..16), ``digit`` (the label 0..9, int64) and ``split``
+    (``train``/``val``/``test``, a fixed split stratified by class, :data:`DIGITS_SPLIT`).
+
+    Real data: the test set of the UCI "Optical Recognition of Handwritten Digits" (Alpaydin & Kaynak
+    1998, CC BY 4.0); :func:`digits_readme` has the provenance.
+    """
+    return _digits_cached().copy()
+
+
+def digits_readme() -> str:
+    """The digits' provenance (Markdown)."""
+    return _resource(DIGITS_README).read_text(encoding="utf-8")
 
 
 def load_ewino() -> pd.DataFrame:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmabnn.evaluate.classification import evaluate_classifier
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict import score
 
@@ -204,7 +205,11 @@ def evaluate(
         For a model with a stored training domain, ``"domain"``: ``threshold``,
         ``n_in`` and ``n_out`` (rows inside and outside the domain) and ``"in"`` /
         ``"out"``, the same sections on those rows (a part without rows is left out).
+        A classifier returns :func:`sigmabnn.evaluate.classification.evaluate_classifier`'s
+        accuracy, NLL, Brier score and ECE instead.
     """
+    if fitted.is_classifier:
+        return evaluate_classifier(fitted, x_raw, y_raw)
     scored = score(fitted, x_raw, y_raw, levels=levels, rng_key=rng_key, chunk_size=chunk_size)
     y = scored.targets
     out: dict[str, Any] = {"n": int(y.shape[0]), "target": fitted.target_name}

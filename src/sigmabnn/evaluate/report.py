@@ -529,7 +529,9 @@ def calibration_report(
     """Score ``fitted`` on ``table`` per split and write the calibration report into ``directory``.
 
     Args:
-        fitted: a regression :class:`~sigmabnn.fitted.FittedModel` (one target).
+        fitted: a regression :class:`~sigmabnn.fitted.FittedModel` (one target); a classifier's
+            report is :func:`sigmabnn.evaluate.class_report.classification_report`'s (its result
+            then a :class:`~sigmabnn.evaluate.class_report.ClassReport`).
         table: the model's raw input columns, its target column and, optionally, ``split_column``.
         directory: the report directory (created, or replaced as a whole).
         split_column: column with ``train`` / ``val`` / ``test`` labels; if absent in ``table``
@@ -548,6 +550,10 @@ def calibration_report(
     from sigmabnn.io.atomic import atomic_directory, atomic_write_json
     from sigmabnn.io.model_file import to_jsonable
 
+    if fitted.is_classifier:  # accuracy, NLL, Brier, ECE and a reliability diagram instead
+        from sigmabnn.evaluate.class_report import classification_report
+
+        return classification_report(fitted, table, directory, split_column=split_column, title=title, source=source)
     if fitted.target_dim != 1:
         raise InputError("the calibration report needs a model with one target")
     if fitted.target_name not in table.columns:

@@ -8,6 +8,10 @@
    ``log10``-ed, less its linear baseline, then standardised;
 4. the model data (:class:`~sigmabnn.model.posterior.Data`) of the training and validation rows
    in the run's dtype; a known noise std in the standardised target's units.
+
+A classifier (the ``categorical`` likelihood) replaces its label column by the codes of its
+:class:`~sigmabnn.classes.ClassLabels` (the sorted labels of every usable row) before step 2, so
+that every split shares one label set; its target transform is the identity.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from sigmabnn.classes import ClassLabels
 from sigmabnn.data.features import add_derived, is_helper, parse_derived
 from sigmabnn.data.tables import Prepared, Split, prepare, read_table
 from sigmabnn.data.transforms import Standardizer, TargetTransform
@@ -40,6 +45,8 @@ class PreparedData(NamedTuple):
         y_transform: the target's transform (log10, baseline, standardisation).
         train_data: model-space training data.
         val_data: model-space validation data, or ``None`` without validation rows.
+        classes: a classifier's label set (its targets are then the labels' codes ``[n]`` int32,
+            the target transform the identity), ``None`` for a regression.
     """
 
     table: Prepared
@@ -49,6 +56,7 @@ class PreparedData(NamedTuple):
     y_transform: TargetTransform
     train_data: Data
     val_data: Data | None
+    classes: ClassLabels | None = None
 
     @property
     def train(self) -> Split:
@@ -102,10 +110,25 @@ def _target_transform(table: Prepared, spec: FitSpec) -> TargetTransform:
         raise InputError(str(err)) from None
 
 
-def _model_data(split: Split, table: Prepared, x_transform: Standardizer, y_transform: TargetTransform, dtype: str):
-    """The model-space :class:`Data` of ``split`` (``None`` when it has no rows)."""
+def _encode_labels(df: pd.DataFrame, target: str) -> tuple[pd.DataFrame, ClassLabels]:
+    """``df`` with the label column ``target`` replaced by its codes (float64, NaN where missing) and the label set."""
+    if target not in df.columns:
+        return df, None  # prepare() names the missing column
+    classes = ClassLabels.fit(df[target], what=f"target {target!r}")
+    labels = df[target]
+    codes = np.full(len(df), np.nan)
+    present = labels.notna().to_numpy()
+    codes[present] = classes.encode(labels[present], what=f"target {target!r}")
+    return df.assign(**{target: codes}), classes
+
+
+def _model_data(split: Split, table: Prepared, x_transform: Standardizer, y_transform: TargetTransform, dtype: str,
+                classifier: bool = False):  # fmt: skip
+    """The model-space :class:`Data` of ``split`` (``None`` when it has no rows); a classifier's codes ``[n]`` int32."""
     if split.n == 0:
         return None
+    if classifier:
+        return Data(x=x_transform.forward(split.x, dtype=dtype), y=split.y.astype(np.int32))
     noise = None
     if split.noise_std is not None:
         log_std = split.noise_std / (split.y * np.log(10.0)) if table.log_target else split.noise_std
@@ -128,6 +151,9 @@ def prepare_data(data: Any, spec: FitSpec) -> PreparedData:
     d = spec.data
     df, source = read_data(data)
     df, features, derived = _derive(df, d.derive, d.features)
+    classes = None
+    if spec.is_classifier:
+        df, classes = _encode_labels(df, d.target)
     table = prepare(
         df,
         d.target,
@@ -141,14 +167,17 @@ def prepare_data(data: Any, spec: FitSpec) -> PreparedData:
     if spec.recalibrate and spec.recalibrate != "loo" and table.val.n == 0:
         raise InputError("recalibration needs validation rows; this split has none (give a split with a val part)")
     x_transform = Standardizer.fit(table.train.x)
-    y_transform = _target_transform(table, spec)
-    dtype = spec.model.dtype
+    y_transform = TargetTransform.identity() if classes is not None else _target_transform(table, spec)
+    dtype, classifier = spec.model.dtype, classes is not None
+    if classifier and len(np.unique(table.train.y)) < 2:
+        raise InputError("the training rows of a categorical target hold a single class")
     return PreparedData(
         table=table,
         source=source,
         derived=derived,
         x_transform=x_transform,
         y_transform=y_transform,
-        train_data=_model_data(table.train, table, x_transform, y_transform, dtype),
-        val_data=_model_data(table.val, table, x_transform, y_transform, dtype),
+        train_data=_model_data(table.train, table, x_transform, y_transform, dtype, classifier),
+        val_data=_model_data(table.val, table, x_transform, y_transform, dtype, classifier),
+        classes=classes,
     )

@@ -8,7 +8,9 @@
 5. fit the training domain (:class:`~sigmabnn.data.domain.Domain`, the out-of-domain test of
    predictions) on the standardised training inputs;
 6. recalibrate its intervals if asked (:func:`sigmabnn.recalibration.recalibrate`) and save it
-   at the checkpoint's path.
+   at the checkpoint's path. A classifier with validation rows instead gets the temperature that
+   minimises their NLL, when it beats ``T = 1`` (:func:`sigmabnn.temperature.fit_temperature`),
+   before it is scored.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting import checkpointing, score
 from sigmabnn.fitting.prepare import PreparedData, prepare_data
-from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, Timings
+from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, RecalibrationSummary, Timings
 from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.fitting.trainers import Trained, Trainer, trainer_for
 from sigmabnn.io.model_file import save_model, to_jsonable
@@ -34,6 +36,7 @@ from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN
 from sigmabnn.names import MCMC_METHODS, STUDENT_T_LIKELIHOODS
 from sigmabnn.recalibration import recalibrate
+from sigmabnn.temperature import fit_temperature
 
 __all__ = ["run_fit"]
 
@@ -58,7 +61,7 @@ def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any]
     return FittedModel(
         bnn=bnn, x_transform=data.x_transform, y_transform=data.y_transform, feature_names=data.feature_names,
         target_name=data.table.target_name, derived=data.derived, method=spec.method.name,
-        settings=to_jsonable(settings), data_fingerprint=data.table.fingerprint, **fields,
+        settings=to_jsonable(settings), data_fingerprint=data.table.fingerprint, classes=data.classes, **fields,
     )  # fmt: skip
 
 
@@ -121,6 +124,17 @@ def _check_starts(initial_positions: Any, trainer: Trainer, d: int) -> np.ndarra
     return starts
 
 
+def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, RecalibrationSummary]:
+    """The classifier with its temperature fitted on the validation rows (:mod:`sigmabnn.temperature`)."""
+    val = data.val
+    fitted, fit = fit_temperature(fitted, val.x, val.y.astype(np.int64))
+    summary = RecalibrationSummary(
+        rows_kind="temperature", rows=int(val.n), heldout_rows=int(val.n),
+        extra={"temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one},
+    )  # fmt: skip
+    return fitted, summary
+
+
 def run_fit(
     data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False,
     initial_positions: Any = None,
@@ -138,8 +152,9 @@ def run_fit(
         raise InputError("resume=True needs the checkpoint (model path) to resume")
     fit_args = spec.to_json() if checkpoint is not None else None
     prepared = prepare_data(data, spec)
-    bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
-                    spec.model.dtype)  # fmt: skip
+    num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
+    bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
+                    spec.model.activation, spec.model.dtype)  # fmt: skip
     trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
     starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
     settings = _settings(spec, bnn)
@@ -149,12 +164,16 @@ def run_fit(
     domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
                     adapted=trained.adapted, diagnostics={}, domain=domain)  # fmt: skip
+    sections = {}
+    if spec.is_classifier and prepared.val.n > 0:  # temperature on the validation rows, kept if it lowers their NLL
+        fitted, sections["recalibration"] = _temperature(fitted, prepared)
     t_metrics = time.perf_counter()
     metrics = score.metrics(fitted, prepared, spec.seed)
     timings["metrics_seconds"] = time.perf_counter() - t_metrics
     timings["total_seconds"] = time.perf_counter() - t_start
     noise_std = score.noise_std(spec, bnn, trained.draws, prepared)
-    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics)
+    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics,
+                     **sections)  # fmt: skip
     fitted = dataclasses.replace(fitted, diagnostics=report.to_json())
     if spec.recalibrate:
         train, val = prepared.train, prepared.val

@@ -48,11 +48,12 @@ def _mean_noise_std(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> float:
 
 
 def noise_std(spec: FitSpec, bnn: BNN, draws: PosteriorDraws, data: PreparedData) -> float | None:
-    """Posterior mean of the learnt noise std in log-space target units; ``None`` for a known noise or an ensemble.
+    """Posterior mean of the learnt noise std in log-space target units; ``None`` for a known noise, an ensemble
+    or a classifier.
 
     ``hetero_student_t``: the mean over the networks and (at most :data:`METRICS_MAX_ROWS`) training rows.
     """
-    if spec.data.noise_column is not None or spec.method.name in ENSEMBLE_METHODS:
+    if spec.data.noise_column is not None or spec.method.name in ENSEMBLE_METHODS or spec.is_classifier:
         return None
     scale = float(data.y_transform.scale[0])
     if bnn.likelihood.name == "hetero_student_t":
@@ -69,5 +70,6 @@ def metrics(fitted: FittedModel, data: PreparedData, seed: int) -> dict[str, Any
         if split.n == 0:
             continue
         rows = subset(split.n, seed)
-        out[name] = evaluate(fitted, split.x[rows], split.y[rows])
+        y = split.y[rows] if fitted.classes is None else fitted.classes.decode(split.y[rows].astype(np.int64))
+        out[name] = evaluate(fitted, split.x[rows], y)
     return out

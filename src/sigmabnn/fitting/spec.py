@@ -122,16 +122,25 @@ class FitSpec(NamedTuple):
     recalibrate: str | None = None
 
     @property
+    def is_classifier(self) -> bool:
+        """Whether the fit is a classifier (the ``categorical`` likelihood)."""
+        return self.model.likelihood == "categorical"
+
+    @property
     def learns_noise(self) -> bool:
-        """Whether the noise scale is learnt: always for an ensemble, never for a known noise."""
+        """Whether the noise scale is learnt: always for a regression ensemble; never for known noise, classifiers."""
+        if self.is_classifier:
+            return False
         if self.method.name in ENSEMBLE_METHODS:
             return True
         return False if self.data.noise_column is not None else self.model.learn_noise
 
-    def likelihood(self) -> Any:
-        """The likelihood the BNN is built with (:func:`sigmabnn.model.build.likelihood_for`)."""
+    def likelihood(self, num_classes: int = 2) -> Any:
+        """The likelihood the BNN is built with (:func:`sigmabnn.model.build.likelihood_for`);
+        ``num_classes``: a classifier's classes (the data's)."""
         return likelihood_for(
             self.model.likelihood,
+            num_classes=num_classes,
             ensemble=self.method.name in ENSEMBLE_METHODS,
             known_noise=self.data.noise_column is not None,
             noise_df=self.model.noise_df,
@@ -238,6 +247,20 @@ def _with_options(config: Any, options: Mapping[str, Any], what: str) -> Any:
     return config._replace(**options)
 
 
+def _check_classifier(noise_column: Any, noise_precision: Any, log_target: Any, baseline: Any, recalibrate: Any):
+    """A categorical fit has no noise, no target transform and no interval recalibration."""
+    given = [
+        name
+        for name, value in (
+            ("noise_column", noise_column), ("noise_precision", noise_precision), ("log_target", log_target),
+            ("baseline", baseline), ("recalibrate", recalibrate),
+        )
+        if value
+    ]  # fmt: skip
+    if given:
+        raise InputError(f"the categorical likelihood (a classifier) takes no {given[0]} option")
+
+
 def _check_likelihood(method: str, likelihood: str, noise_column: Any, noise_precision: Any, noise_df: Any) -> None:
     if likelihood not in LIKELIHOOD_NAMES:
         raise InputError(f"unknown likelihood {likelihood!r}; choose from {', '.join(LIKELIHOOD_NAMES)}")
@@ -316,6 +339,9 @@ def build_spec(
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
     likelihood = str(likelihood).lower()
     _check_likelihood(method, likelihood, noise_column, noise_precision, noise_df)
+    if likelihood == "categorical":
+        _check_classifier(noise_column, noise_precision, log_target, tuple(baseline), recalibrate)
+        learn_noise = False
     if likelihood == "hetero_student_t":
         learn_noise = False
     rows = _recalibration(recalibrate, method, noise_column)

@@ -12,6 +12,8 @@ Layout of a model directory::
                  optionally "domain" (the training domain's metric, k,
                  threshold and quantile; see sigmabnn.data.domain; absent in
                  files saved before it existed),
+                 "classes" for a classifier (sorted labels and temperature,
+                 sigmabnn.classes; required with the categorical likelihood),
                  and "arrays": the manifest
                  name -> {"shape": [...], "dtype": "float64"}
     arrays.npz   one .npy member per manifest entry (uncompressed; never pickled):
@@ -54,6 +56,7 @@ import numpy as np
 
 from sigmabnn._version import __version__
 from sigmabnn.calibration import Calibration
+from sigmabnn.classes import ClassLabels
 from sigmabnn.data.domain import Domain
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -206,6 +209,7 @@ def _header_of(fitted: FittedModel, arrays: dict[str, np.ndarray], complete: boo
         "data_fingerprint": fitted.data_fingerprint,
         **({} if fitted.calibration is None else {"calibration": fitted.calibration.to_json()}),
         **({} if fitted.domain is None else {"domain": _domain_header(fitted.domain)}),
+        **({} if fitted.classes is None else {"classes": fitted.classes.to_json()}),
         "draws": {"num_chains": fitted.draws.num_chains, "num_draws": fitted.draws.num_draws},
         "arrays": {name: {"shape": list(a.shape), "dtype": a.dtype.name} for name, a in arrays.items()},
     }
@@ -359,6 +363,7 @@ def _validate_header(h: Any) -> dict[str, Any]:
         except ValueError as err:
             raise _fail(f"invalid calibration: {err}") from None
 
+    _validate_classes(h)
     manifest = h["arrays"]
     specs: dict[str, tuple[tuple[int, ...], np.dtype, int]] = {}
     for name, entry in manifest.items():
@@ -414,6 +419,23 @@ def _validate_domain(h: dict[str, Any], specs: dict[str, Any], num_features: int
             raise _fail(f"domain {key} must be a finite number, got {value!r}")
     if threshold < 0 or not 0 < quantile <= 1:
         raise _fail(f"domain threshold must be >= 0 and quantile in (0, 1], got {threshold!r} and {quantile!r}")
+
+
+def _validate_classes(h: dict[str, Any]) -> ClassLabels | None:
+    """The header's label set (``None`` without one); a classifier must have one with a label per output."""
+    lik = h["network"]["likelihood"]
+    is_classifier = isinstance(lik, dict) and lik.get("name") == "Categorical"
+    if "classes" not in h:
+        if is_classifier:
+            raise _fail("a categorical model lacks its class labels ('classes')")
+        return None
+    try:
+        classes = ClassLabels.from_json(h["classes"])
+    except ValueError as err:
+        raise _fail(f"invalid classes: {err}") from None
+    if not is_classifier or classes.num_classes != h["network"]["widths"][-1]:
+        raise _fail("the class labels do not match the network (categorical, one output per class)")
+    return classes
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -574,6 +596,7 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
                 calibration = Calibration.from_json(header["calibration"], y_transform.standardizer.dim)
             except ValueError as err:
                 raise _fail(f"invalid calibration: {err}") from None
+        classes = _validate_classes(header)
         arrays = _load_arrays(path / ARRAYS_NAME, specs, verify_checksums)
         domain = _domain_of(header, arrays)
     except ModelFileError:
@@ -612,6 +635,7 @@ def load_model(path: str | os.PathLike[str], *, verify_checksums: bool = False) 
         created=header["created"],
         calibration=calibration,
         domain=domain,
+        classes=classes,
     )
 
 

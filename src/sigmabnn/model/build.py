@@ -3,7 +3,8 @@
 - The likelihood: a deep ensemble learns its variance (:class:`HeteroscedasticGaussian`); a known
   per-row noise std uses :class:`KnownNoiseGaussian`; otherwise the named noise model
   (``"gaussian"``, ``"student_t"``, ``"hetero_student_t"``) with the given noise precision
-  (the start, or the fixed value when it is not learnt) and degrees of freedom.
+  (the start, or the fixed value when it is not learnt) and degrees of freedom; ``"categorical"``
+  is a classifier's softmax over one logit per class (for every method).
 - The architecture: ``"auto"`` is ``P-20-20-k`` for ``P`` inputs and ``k`` outputs, ``tanh``
   hidden units; a heteroscedastic likelihood widens the mean network's last layer to a mean and
   a scale output per target (:func:`with_variance_head`).
@@ -18,6 +19,7 @@ from typing import Any
 
 from sigmabnn.errors import InputError
 from sigmabnn.model.likelihoods import (
+    Categorical,
     Gaussian,
     HeteroscedasticGaussian,
     HeteroscedasticStudentT,
@@ -54,8 +56,14 @@ def likelihood_for(
     noise_df: float | None = None,
     noise_precision: float | None = None,
     learn_noise: bool = True,
+    num_classes: int = 2,
 ) -> Any:
-    """The likelihood of a fit (module docstring); ``InputError`` for invalid degrees of freedom."""
+    """The likelihood of a fit (module docstring); ``InputError`` for invalid degrees of freedom.
+
+    ``"categorical"`` is a :class:`Categorical` of ``num_classes`` classes, whatever the method.
+    """
+    if name == "categorical":
+        return Categorical(num_classes=int(num_classes))
     if ensemble:
         return HeteroscedasticGaussian()
     if known_noise:

@@ -14,6 +14,9 @@ network's Gaussian (or Student-t) predictive. The package, from the mathematics 
   :func:`~sigmabnn.predict.engine.run`.
 - :mod:`~sigmabnn.predict.inputs`: features, targets and known noise, checked once.
 - :mod:`~sigmabnn.predict.prediction`: :func:`predict` and :class:`Prediction`.
+- :mod:`~sigmabnn.predict.classes`: a classifier's prediction (:class:`ClassPrediction`: class
+  probabilities, predicted class, total/aleatoric/epistemic entropies), what :func:`predict`
+  returns for the categorical likelihood, and every network's probabilities.
 - :mod:`~sigmabnn.predict.scoring`: :func:`score` (prediction and per-point scores of labelled
   data, what :mod:`sigmabnn.evaluate` uses), :func:`log_predictive_density`,
   :func:`predictive_cdf` (the exact PIT) and :func:`per_draw_predictive`.
@@ -21,6 +24,7 @@ network's Gaussian (or Student-t) predictive. The package, from the mathematics 
 
 from __future__ import annotations
 
+from sigmabnn.predict.classes import ClassPrediction, network_probabilities, predict_classes
 from sigmabnn.predict.inputs import feature_matrix_for
 from sigmabnn.predict.mixture import component_cdf, mixture_cdf
 from sigmabnn.predict.prediction import DEFAULT_LEVELS, Prediction, predict
@@ -28,6 +32,9 @@ from sigmabnn.predict.sampling import DEFAULT_SEED
 from sigmabnn.predict.scoring import Scores, log_predictive_density, per_draw_predictive, predictive_cdf, score
 
 __all__ = [
+    "ClassPrediction",
+    "network_probabilities",
+    "predict_classes",
     "DEFAULT_LEVELS",
     "DEFAULT_SEED",
     "Prediction",

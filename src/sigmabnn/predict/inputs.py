@@ -107,7 +107,7 @@ def points_for(
     """
     x = feature_matrix_for(fitted, x_raw)
     if fitted.bnn.likelihood.name == "categorical":
-        raise InputError("predict supports regression likelihoods; this model is categorical")
+        raise InputError("a regression score; a classifier (categorical model) is scored by evaluate_classifier")
     n = x.shape[0]
     y = y_log = y_model = None
     if y_raw is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
+from sigmabnn.predict.classes import CLASS_CHUNK, ClassPrediction, predict_classes
 from sigmabnn.predict.engine import Points, Request, run
 from sigmabnn.predict.inputs import check_levels, points_for
 from sigmabnn.predict.sampling import default_key, default_num_samples, host_quantiles, quantile_levels
@@ -78,7 +79,7 @@ def predict(
     covariance: bool = False,
     noise_std: Any = None,
     calibrated: bool = True,
-) -> Prediction:
+) -> Prediction | ClassPrediction:
     """Predictive distribution at raw inputs (definitions: :mod:`sigmabnn.predict.mixture` and
     :mod:`sigmabnn.predict.sampling`).
 
@@ -112,8 +113,13 @@ def predict(
 
     Returns:
         :class:`Prediction` in the original target space; ``.log_space`` holds
-        the ``log10`` space summaries for a log target.
+        the ``log10`` space summaries for a log target. A classifier (categorical likelihood)
+        returns a :class:`~sigmabnn.predict.classes.ClassPrediction` (class probabilities,
+        predicted class, total/aleatoric/epistemic entropies; ``calibrated`` applies its
+        temperature); the regression options are then ignored.
     """
+    if fitted.is_classifier:  # class probabilities and the entropies instead (sigmabnn.predict.classes)
+        return predict_classes(fitted, x_raw, chunk_size=min(int(chunk_size), CLASS_CHUNK), calibrated=calibrated)
     points, _ = points_for(fitted, x_raw, noise_std=noise_std)
     options = dict(levels=levels, num_noise_samples=num_noise_samples, return_samples=return_samples)
     return predict_points(

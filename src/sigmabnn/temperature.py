@@ -1,0 +1,75 @@
+"""Temperature scaling of a classifier on held-out rows (Guo et al. 2017, "On calibration of modern
+neural networks").
+
+Every network's logits are divided by one temperature ``T > 0`` before the softmax, and the
+predictive is the mean over the networks of ``softmax(f_t / T)``. ``T`` is chosen to minimise the
+negative log-likelihood of the validation rows: a grid of :data:`GRID_SIZE` log-spaced values on
+``[T_MIN, T_MAX]``, then golden-section search between the grid neighbours of the best one. The
+model keeps ``T`` only when it lowers the validation NLL below that of ``T = 1`` (:func:`fit_temperature`).
+Since ``softmax`` is shift invariant, ``softmax(log p_t / T) = softmax(f_t / T)`` with ``p_t`` the
+networks' probabilities at ``T = 1``, which is what :func:`temperature_nll` takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from sigmabnn.errors import InputError
+from sigmabnn.fitted import FittedModel
+from sigmabnn.predict.classes import network_probabilities
+
+__all__ = ["GRID_SIZE", "T_MAX", "T_MIN", "TemperatureFit", "fit_temperature", "temperature_nll"]
+
+T_MIN, T_MAX, GRID_SIZE = 0.01, 20.0, 81
+
+
+class TemperatureFit(NamedTuple):
+    """The search's result: the best ``temperature`` and the validation NLL at it and at ``T = 1`` (nats)."""
+
+    temperature: float
+    nll: float
+    nll_at_one: float
+
+
+def temperature_nll(log_probs: np.ndarray, y: np.ndarray, temperature: float) -> float:
+    """NLL (nats, mean over rows) of ``mean_t softmax(log_probs[t] / T)`` at codes ``y`` ``[n]``;
+    ``log_probs`` ``[T, n, K]``."""
+    z = log_probs / temperature
+    z = z - z.max(axis=-1, keepdims=True)
+    p = np.exp(z)
+    p = (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+    return float(-np.mean(np.log(np.maximum(p[np.arange(y.size), y], 1e-300))))
+
+
+def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    grid = np.exp(np.linspace(np.log(T_MIN), np.log(T_MAX), GRID_SIZE))
+    values = [temperature_nll(log_probs, y, t) for t in grid]
+    i = int(np.argmin(values))
+    lo, hi = np.log(grid[max(i - 1, 0)]), np.log(grid[min(i + 1, GRID_SIZE - 1)])
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    for _ in range(40):  # golden section on log T
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        if temperature_nll(log_probs, y, np.exp(a)) < temperature_nll(log_probs, y, np.exp(b)):
+            hi = b
+        else:
+            lo = a
+    best = float(np.exp(0.5 * (lo + hi)))
+    nll = temperature_nll(log_probs, y, best)
+    return (best, nll) if nll <= values[i] else (float(grid[i]), float(values[i]))
+
+
+def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[FittedModel, TemperatureFit]:
+    """``fitted`` with the temperature that minimises the NLL of ``(x_raw, codes)`` (the validation rows),
+    when that NLL is below the one at ``T = 1``; else ``fitted`` at ``T = 1``. ``codes``: class indices ``[n]``."""
+    if not fitted.is_classifier or fitted.classes is None:
+        raise InputError("temperature scaling applies to classifiers (the categorical likelihood)")
+    y = np.asarray(codes, np.int64).reshape(-1)
+    log_probs = np.log(np.maximum(network_probabilities(fitted, x_raw, calibrated=False), 1e-300))
+    at_one = temperature_nll(log_probs, y, 1.0)
+    best, nll = _search(log_probs, y)
+    temperature = best if nll < at_one else 1.0
+    model = dataclasses.replace(fitted, classes=fitted.classes.with_temperature(temperature))
+    return model, TemperatureFit(temperature=temperature, nll=min(nll, at_one), nll_at_one=at_one)

@@ -1,0 +1,117 @@
+"""Categorical BNNs end to end through the Python API: every method trains, predicts and scores a classifier."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmabnn.api import fit
+from sigmabnn.errors import DataError, InputError
+from sigmabnn.evaluate.classification import evaluate_classifier
+from sigmabnn.evaluate.metrics import evaluate
+from sigmabnn.io.model_file import load_model, save_model
+from sigmabnn.predict import ClassPrediction, network_probabilities, predict
+
+FAST = {
+    "nuts": {"num_chains": 2, "num_warmup": 20, "num_samples": 10, "max_tree_depth": 4},
+    "chees": {"num_chains": 2, "num_warmup": 20, "num_samples": 10},
+    "hmc": {"num_chains": 2, "num_warmup": 20, "num_samples": 10, "num_integration_steps": 4},
+    "mh": {"num_chains": 2, "num_warmup": 20, "num_samples": 10},
+    "bbb": {"num_steps": 200, "num_draws": 20, "map": None, "noise_estimate": "elbo"},
+    "flipout": {"num_steps": 200, "num_draws": 20, "map": None, "noise_estimate": "elbo"},
+    "ensemble": {"num_members": 3, "num_steps": 200},
+}
+
+
+def blobs(n: int = 90, seed: int = 0, labels=("ant", "bee", "cat")) -> pd.DataFrame:
+    """Three well separated Gaussian blobs in 2-d, labelled by strings."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(0, 3, n)
+    centres = np.array([[-2.0, 0.0], [2.0, 0.0], [0.0, 2.5]])
+    x = centres[k] + 0.5 * rng.standard_normal((n, 2))
+    return pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "kind": np.asarray(labels, dtype=object)[k]})
+
+
+def _fit(df: pd.DataFrame, method: str, **extra):
+    options = {**FAST[method], **extra}
+    return fit(df, "kind", method=method, likelihood="categorical", architecture="2-8-3", progress=False, **options)
+
+
+SLOW = pytest.mark.slow  # the MCMC fits take tens of seconds each on one core
+
+
+@pytest.mark.parametrize(
+    "method",
+    [pytest.param(m, marks=SLOW) for m in ("nuts", "chees", "hmc", "mh")] + ["bbb", "flipout", "ensemble"],
+)
+def test_every_method_fits_a_classifier_whose_prediction_is_a_distribution(method):
+    df = blobs()
+    fitted, report = _fit(df, method)
+    assert fitted.classes.labels == ("ant", "bee", "cat")
+    pred = predict(fitted, df)
+    assert isinstance(pred, ClassPrediction)
+    np.testing.assert_allclose(pred.probabilities.sum(axis=1), 1.0, rtol=1e-10)
+    np.testing.assert_allclose(pred.mutual_information, pred.entropy - pred.expected_entropy, atol=1e-10)
+    assert np.all(pred.mutual_information >= 0) and np.all(pred.entropy <= np.log(3) + 1e-12)
+    assert set(pred.predicted) <= {"ant", "bee", "cat"}
+    metrics = evaluate(fitted, df, df)
+    if method != "mh":  # random-walk MH from MAP starts over 10 draws: still a MAP-quality classifier
+        assert metrics["accuracy"] > 0.8, metrics
+    assert report.metrics["train"]["n"] > 0
+
+
+def test_bbb_with_the_scale_mixture_prior_fits_a_classifier():
+    fitted, _ = _fit(blobs(), "bbb", prior="scale_mixture")
+    assert evaluate_classifier(fitted, blobs(), blobs())["accuracy"] > 0.8
+
+
+def test_the_predictive_is_the_mean_of_the_networks_probabilities():
+    df = blobs()
+    fitted, _ = _fit(df, "ensemble")
+    p = network_probabilities(fitted, df)
+    pred = predict(fitted, df)
+    assert p.shape == (3, len(df), 3)
+    np.testing.assert_allclose(pred.probabilities, p.mean(axis=0), rtol=1e-12)
+    h = -np.sum(p * np.log(p), axis=-1)
+    np.testing.assert_allclose(pred.expected_entropy, h.mean(axis=0), rtol=1e-9, atol=1e-14)
+
+
+def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path):
+    df = blobs()
+    fitted, report = _fit(df, "ensemble")
+    assert report.recalibration.rows_kind == "temperature"
+    path = save_model(fitted, tmp_path / "m")
+    loaded = load_model(path)
+    assert loaded.classes == fitted.classes
+    np.testing.assert_array_equal(predict(loaded, df).probabilities, predict(fitted, df).probabilities)
+    assert list(predict(loaded, df).predicted) == list(predict(fitted, df).predicted)
+
+
+def test_the_temperature_is_kept_only_when_it_lowers_the_validation_nll():
+    fitted, report = _fit(blobs(120, seed=3), "ensemble")
+    extra = report.recalibration.extra
+    assert extra["val_nll"] <= extra["val_nll_at_temperature_1"]
+    if fitted.classes.temperature != 1.0:
+        assert extra["val_nll"] < extra["val_nll_at_temperature_1"]
+
+
+def test_integer_labels_keep_their_values():
+    df = blobs(labels=(7, 3, 5))
+    df["kind"] = df["kind"].astype(np.int64)
+    fitted, _ = _fit(df, "ensemble")
+    assert fitted.classes.labels == (3, 5, 7)
+    assert set(predict(fitted, df).predicted) <= {3, 5, 7}
+
+
+def test_bad_targets_are_one_line_errors():
+    df = blobs()
+    with pytest.raises(DataError, match="not floats"):
+        _fit(df.assign(kind=np.linspace(0, 1, len(df))), "ensemble")
+    with pytest.raises(DataError, match="at least 2 classes"):
+        _fit(df.assign(kind="ant"), "ensemble")
+    with pytest.raises(InputError, match="takes no log_target"):
+        _fit(df, "ensemble", log_target=True)
+    fitted, _ = _fit(df, "ensemble")
+    with pytest.raises(DataError, match="'dog'.*not a class"):
+        evaluate(fitted, df, df.assign(kind=["dog"] * len(df)))
