@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from sigmabnn.cli import common
+from sigmabnn.cli import common, dask_options
 from sigmabnn.errors import InputError
 
 HELP = "predict with a model file: mean, std and intervals per row, as CSV"
@@ -14,7 +14,9 @@ DESCRIPTION = (
     "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
     "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "
     "for a log target also log10_mean, log10_std, ... in log10 space. --no-intervals leaves out the interval "
-    "columns and draws no noise samples."
+    "columns and draws no noise samples. With --dask, DATA may be a Parquet data set (a directory of files) or a "
+    "large CSV, each partition is predicted on a worker, and OUT is a directory written as a Parquet data set "
+    "(part-<i>.parquet per partition, in input order; complete or not at all)."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -55,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="evaluate the networks in float32 (faster on a CPU; its rounding is far below the predictive std)",
     )
+    dask_options.add_arguments(p, "the prediction of every partition of DATA")
 
 
 def prediction_columns(pred: Any, levels: tuple[float, ...]) -> dict[str, Any]:
@@ -88,16 +91,52 @@ def write_csv(frame: Any, out: Any) -> None:
         atomic_write_text(out, text)
 
 
+def output_frame(table: Any, pred: Any, levels: tuple[float, ...], with_inputs: bool) -> Any:
+    """The output table: :func:`prediction_columns`, after the rows of ``table`` with ``with_inputs``."""
+    import pandas as pd
+
+    frame = pd.DataFrame(prediction_columns(pred, levels))
+    if with_inputs:
+        frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
+    return frame
+
+
+def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
+    """``--dask``: a prediction scan of DATA's partitions, written as the Parquet data set OUT."""
+    import functools
+
+    from sigmabnn.workflows.prediction_scan import predict_scan
+
+    if args.out == common.STDOUT:
+        raise InputError("with --dask, -o is the output directory of a Parquet data set, not stdout")
+    columns = functools.partial(output_frame, levels=levels, with_inputs=args.with_inputs)
+    with dask_options.client_for(args) as client:
+        result = predict_scan(
+            client,
+            args.model,
+            args.data,
+            args.out,
+            columns=columns,
+            levels=levels,
+            seed=args.seed,
+            calibrated=not args.raw_intervals,
+            dtype="float32" if args.float32 else None,
+        )
+    print(f"predicted {result.rows} rows in {result.partitions} partitions: {result.path}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    model_path = args.model  # a directory; load_model names what is wrong with it
-    data_path = common.input_file(args.data, "data file")
-    out = common.output_file(args.out, "output file")
     if args.no_intervals and args.level:
         raise InputError("--no-intervals and --level exclude each other")
     levels = () if args.no_intervals else tuple(dict.fromkeys(args.level or DEFAULT_LEVELS))
+    if args.dask is not None:
+        return _run_dask(args, levels)
+    model_path = args.model  # a directory; load_model names what is wrong with it
+    data_path = common.input_file(args.data, "data file")
+    out = common.output_file(args.out, "output file")
 
     import jax
-    import pandas as pd
 
     from sigmabnn.data.tables import read_table
     from sigmabnn.io.model_file import load_model
@@ -108,8 +147,5 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    frame = pd.DataFrame(prediction_columns(pred, levels))
-    if args.with_inputs:
-        frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
-    write_csv(frame, out)
+    write_csv(output_frame(table, pred, levels, args.with_inputs), out)
     return 0
