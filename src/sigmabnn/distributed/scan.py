@@ -17,14 +17,14 @@ Parquet (or uncompressed CSV) for bounded memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sigmabnn.errors import InputError
 from sigmabnn.io.atomic import atomic_directory
 
-__all__ = ["DEFAULT_BLOCKSIZE", "ScanResult", "partitions", "scan_to_parquet"]
+__all__ = ["DEFAULT_BLOCKSIZE", "ScanResult", "partitions", "scan_to_parquet", "write_parts"]
 
 DEFAULT_BLOCKSIZE = 64 * 2**20
 """Bytes of input per partition (64 MiB)."""
@@ -105,7 +105,7 @@ def scan_to_parquet(
     Args:
         client: a ``dask.distributed.Client``.
         path: a Parquet data set (directory or file) or a CSV file.
-        out: the output directory (replaced atomically if it exists).
+        out: the output directory (an earlier scan's output is replaced atomically).
         transform: a module-level function ``(pandas frame, partition index, **kwargs) -> pandas frame``.
         blocksize: bytes of input per partition.
 
@@ -113,15 +113,27 @@ def scan_to_parquet(
         :class:`ScanResult`. Rows keep the input's order: partition ``i`` is ``part-<i>.parquet``.
 
     Raises:
-        InputError: a bad input (see :func:`partitions`); whatever a task raised.
+        InputError: a bad input (see :func:`partitions`), an output directory that is not a scan's;
+        whatever a task raised.
+    """
+    _check_replaceable(Path(out))
+    return write_parts(client, partitions(path, blocksize), out, transform, **kwargs)
+
+
+def write_parts(
+    client: Any, items: Sequence[Any], out: str | os.PathLike[str], transform: Callable[..., Any], **kwargs: Any
+) -> ScanResult:
+    """Write ``transform(items[i], i, **kwargs)`` as ``out/part-<i>.parquet``, one task per item; all or nothing.
+
+    ``items`` are table partitions (``dask.delayed`` frames, read on the worker) or any
+    other arguments (e.g. lists of input files).
     """
     import dask
 
     _check_replaceable(Path(out))
-    parts = partitions(path, blocksize)
     with atomic_directory(out) as tmp:
         tasks = [
-            dask.delayed(_write_part, pure=False)(part, i, str(tmp), transform, kwargs) for i, part in enumerate(parts)
+            dask.delayed(_write_part, pure=False)(item, i, str(tmp), transform, kwargs) for i, item in enumerate(items)
         ]
         rows = client.gather(client.compute(tasks))
-    return ScanResult(Path(out), int(sum(rows)), len(parts))
+    return ScanResult(Path(out), int(sum(rows)), len(items))
