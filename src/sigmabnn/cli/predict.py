@@ -105,10 +105,14 @@ def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
     """``--dask``: a prediction scan of DATA's partitions, written as the Parquet data set OUT."""
     import functools
 
+    from sigmabnn.distributed.scan import partitions
+    from sigmabnn.io.model_file import load_model
     from sigmabnn.workflows.prediction_scan import predict_scan
 
     if args.out == common.STDOUT:
         raise InputError("with --dask, -o is the output directory of a Parquet data set, not stdout")
+    load_model(args.model)  # bad input fails before a cluster starts
+    partitions(args.data)
     columns = functools.partial(output_frame, levels=levels, with_inputs=args.with_inputs)
     with dask_options.client_for(args) as client:
         result = predict_scan(

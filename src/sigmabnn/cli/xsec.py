@@ -73,6 +73,9 @@ def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
 
     if args.out is None or args.out == common.STDOUT:
         raise InputError("with --dask, give -o DIR: the predictions are written as a Parquet data set")
+    from sigmabnn.workflows.surrogates import load_surrogates
+
+    load_surrogates(args.models, args.process)  # bad input fails before a cluster starts
     with dask_options.client_for(args) as client:
         result = xsec_scan(
             client,
