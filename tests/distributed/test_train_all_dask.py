@@ -83,3 +83,17 @@ def test_worker_killed_mid_fit_run_completes_and_models_equal_serial(small, clie
     # a rerun skips every finished process
     assert main(argv) == 0
     assert capsys.readouterr().out.count("already done") == 2
+
+
+def test_stale_temporaries_of_the_run_are_removed(tmp_path):
+    from sigmabnn.physics.processes import parse_process
+    from sigmabnn.workflows.surrogates import _remove_stale_temporaries
+
+    (tmp_path / ".nlo_1000022_1000022.model.tmp-abc").mkdir()
+    (tmp_path / ".nlo_1000022_1000022.model.tmp-abc" / "arrays.npz").write_bytes(b"partial")
+    (tmp_path / ".nlo_1000022_1000022.json.tmp-x").write_text("{")
+    (tmp_path / ".nlo_1000022_1000024.model.tmp-y").mkdir()  # not a process of this run: kept
+    (tmp_path / "nlo_1000022_1000022.model").mkdir()  # a final name: kept
+    _remove_stale_temporaries(tmp_path, [parse_process(PROCESSES[0])])
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == [".nlo_1000022_1000024.model.tmp-y", "nlo_1000022_1000022.model"]
