@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from sigmabnn.cli import common
+from sigmabnn.cli import common, dask_options
 from sigmabnn.errors import InputError
 
 HELP = "predict with a model file: mean, std and intervals per row, as CSV"
@@ -19,7 +19,9 @@ DESCRIPTION = (
     "domain get error bars that are extrapolations: a warning line counts them. --no-intervals leaves out the "
     "interval columns and draws no noise samples. For a classifier: prob_<class> per class (the posterior "
     "predictive), predicted, entropy (total), expected_entropy (aleatoric) and mutual_information (epistemic, "
-    "BALD), in nats."
+    "BALD), in nats. With --dask, DATA may be a Parquet data set (a directory of files) or a large CSV, each "
+    "partition is predicted on a worker, and OUT is a directory written as a Parquet data set (part-<i>.parquet "
+    "per partition, in input order; complete or not at all)."
 )
 
 DEFAULT_LEVELS = (0.68, 0.95)
@@ -60,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="evaluate the networks in float32 (faster on a CPU; its rounding is far below the predictive std)",
     )
+    dask_options.add_arguments(p, "the prediction of every partition of DATA")
 
 
 def prediction_columns(pred: Any, levels: tuple[float, ...], domain: bool = True) -> dict[str, Any]:
@@ -109,16 +112,58 @@ def write_csv(frame: Any, out: Any) -> None:
         atomic_write_text(out, text)
 
 
+def output_frame(table: Any, pred: Any, levels: tuple[float, ...], with_inputs: bool) -> Any:
+    """The output table: :func:`prediction_columns`, after the rows of ``table`` with ``with_inputs``."""
+    import pandas as pd
+
+    # a classifier's ClassPrediction names its columns (prob_<class>, predicted and the entropies)
+    columns = pred.columns() if callable(getattr(pred, "columns", None)) else prediction_columns(pred, levels)
+    frame = pd.DataFrame(columns)
+    if with_inputs:
+        frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
+    return frame
+
+
+def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
+    """``--dask``: a prediction scan of DATA's partitions, written as the Parquet data set OUT."""
+    import functools
+
+    from sigmabnn.distributed.scan import partitions
+    from sigmabnn.io.model_file import load_model
+    from sigmabnn.workflows.prediction_scan import predict_scan
+
+    if args.out == common.STDOUT:
+        raise InputError("with --dask, -o is the output directory of a Parquet data set, not stdout")
+    load_model(args.model)  # bad input fails before a cluster starts
+    partitions(args.data)
+    columns = functools.partial(output_frame, levels=levels, with_inputs=args.with_inputs)
+    with dask_options.client_for(args) as client:
+        result = predict_scan(
+            client,
+            args.model,
+            args.data,
+            args.out,
+            columns=columns,
+            levels=levels,
+            seed=args.seed,
+            calibrated=not args.raw_intervals,
+            dtype="float32" if args.float32 else None,
+        )
+    print(f"predicted {result.rows} rows in {result.partitions} partitions: {result.path}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    model_path = args.model  # a directory; load_model names what is wrong with it
-    data_path = common.input_file(args.data, "data file")
-    out = common.output_file(args.out, "output file")
     if args.no_intervals and args.level:
         raise InputError("--no-intervals and --level exclude each other")
     levels = () if args.no_intervals else tuple(dict.fromkeys(args.level or DEFAULT_LEVELS))
+    if args.dask is not None:
+        return _run_dask(args, levels)
+    model_path = args.model  # a directory; load_model names what is wrong with it
+    data_path = common.input_file(args.data, "data file")
+    out = common.output_file(args.out, "output file")
 
     import jax
-    import pandas as pd
 
     from sigmabnn.data.tables import read_table
     from sigmabnn.io.model_file import load_model
@@ -129,11 +174,7 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    classifier = fitted.is_classifier  # prob_<class>, predicted and the entropies (ClassPrediction.columns)
-    frame = pd.DataFrame(pred.columns() if classifier else prediction_columns(pred, levels))
-    if args.with_inputs:
-        frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
-    write_csv(frame, out)
+    write_csv(output_frame(table, pred, levels, args.with_inputs), out)
     warning = domain_warning(pred)
     if warning:
         print(warning, file=sys.stderr)

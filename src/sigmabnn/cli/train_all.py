@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from sigmabnn.cli import common
+from sigmabnn.cli import common, dask_options
 
 HELP = "train the recommended surrogate of every process of a cross-section table (resumable)"
 DESCRIPTION = (
@@ -14,7 +14,8 @@ DESCRIPTION = (
     "with the recommended configuration (the thesis's inputs plus physics features, a heteroscedastic Student-t "
     "head, MAP pretraining, ChEES-HMC), save DIR/<target>.model and DIR/<target>.json, and write DIR/summary.csv "
     "and DIR/summary.md with the test-split metrics per process. Processes already finished in DIR are skipped, "
-    "so an interrupted run resumes where it stopped. DATA 'builtin' is the built-in data set."
+    "so an interrupted run resumes where it stopped. DATA 'builtin' is the built-in data set. With --dask every "
+    "process is a task on a Dask cluster (DIR on a file system the workers share)."
 )
 
 BUILTIN = "builtin"
@@ -40,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="random seed (default 0)")
     add_config_arguments(p)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+    dask_options.add_arguments(p, "every process's fit")
 
 
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
@@ -105,9 +107,17 @@ def run(args: argparse.Namespace) -> int:
 
     from sigmabnn.workflows.surrogates import summary_row
 
-    records = train_all(
-        args.seed, table, out, processes=args.process, progress=not args.quiet, callback=show, **config_overrides(args)
-    )
+    with dask_options.client_for(args) as client:
+        records = train_all(
+            args.seed,
+            table,
+            out,
+            processes=args.process,
+            progress=not args.quiet,
+            callback=show,
+            client=client,
+            **config_overrides(args),
+        )
     print()
     sys.stdout.write(summary_markdown([summary_row(r) for r in records]))
     print(f"models and summary (summary.csv, summary.md) in {out}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from sigmabnn.cli import common
+from sigmabnn.cli import common, dask_options
 from sigmabnn.cli.predict import DEFAULT_LEVELS, add_level_argument, write_csv
 
 HELP = "predict every process's cross section at SLHA spectrum files (or a CSV of points)"
@@ -16,7 +16,8 @@ DESCRIPTION = (
     "process model in DIR (written by 'sigmabnn train-all') with its predictive std and central intervals. "
     "Prints a table per point, writes CSV with -o, or with --write appends SLHA XSECTION blocks to each SLHA file "
     "(atomically; blocks sigmabnn wrote earlier for the same process and energy are replaced). Values are in the "
-    "unit of the training data."
+    "unit of the training data. With --dask, chunks of SLHA files are tasks on a Dask cluster and -o is a directory "
+    "written as a Parquet data set (part-<i>.parquet per chunk; complete or not at all)."
 )
 
 DEFAULT_SQRT_S = 13000.0
@@ -43,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"collider energy written in the XSECTION header (default {DEFAULT_SQRT_S:g}; the built-in data's "
         "energy is not documented, see its README)",
     )
+    p.add_argument(
+        "--files-per-task", type=common.positive_int, default=500, metavar="N", help="SLHA files per task with --dask"
+    )
+    dask_options.add_arguments(p, "chunks of SLHA files")
 
 
 def _print_points(frame: Any, levels: tuple[float, ...], file: Any) -> None:
@@ -61,6 +66,32 @@ def _print_points(frame: Any, levels: tuple[float, ...], file: Any) -> None:
     file.flush()
 
 
+def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
+    """``--dask``: chunks of SLHA files as tasks; -o is the output Parquet data set."""
+    from sigmabnn.errors import InputError
+    from sigmabnn.workflows.xsec_scan import xsec_scan
+
+    if args.out is None or args.out == common.STDOUT:
+        raise InputError("with --dask, give -o DIR: the predictions are written as a Parquet data set")
+    from sigmabnn.workflows.surrogates import load_surrogates
+
+    load_surrogates(args.models, args.process)  # bad input fails before a cluster starts
+    with dask_options.client_for(args) as client:
+        result = xsec_scan(
+            client,
+            args.models,
+            args.points,
+            args.out,
+            processes=args.process,
+            levels=levels,
+            files_per_task=args.files_per_task,
+            write=args.write,
+            sqrt_s=args.sqrt_s,
+        )
+    print(f"predicted {result.rows} (point, process) rows in {result.partitions} tasks: {result.path}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from sigmabnn.errors import InputError
     from sigmabnn.physics.slha import TABLE_SUFFIXES
@@ -70,10 +101,13 @@ def run(args: argparse.Namespace) -> int:
         tables = [p for p in args.points if p.lower().endswith(TABLE_SUFFIXES)]
         if tables:
             raise InputError(f"--write needs SLHA files to write into; {tables[0]} is a table")
+    if args.dask is not None:
+        return _run_dask(args, levels)
     out = common.output_file(args.out, "output file") if args.out is not None else None
 
-    from sigmabnn.physics.slha import XSectionResult, read_points, write_xsections
+    from sigmabnn.physics.slha import read_points
     from sigmabnn.workflows.surrogates import load_surrogates, predict_xsections, required_inputs
+    from sigmabnn.workflows.xsec_scan import write_xsection_blocks
 
     surrogates = load_surrogates(args.models, args.process)
     points = read_points(args.points, columns=required_inputs(surrogates))
@@ -86,16 +120,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.write:
-        for source, rows in frame.groupby("source", sort=False):
-            results = {
-                row["process"]: XSectionResult(
-                    value=float(row["xsec"]),
-                    std=float(row["std"]),
-                    intervals={lv: (float(row[f"lower_{lv:g}"]), float(row[f"upper_{lv:g}"])) for lv in levels},
-                )
-                for _, row in rows.iterrows()
-            }
-            write_xsections(source, results, sqrt_s=args.sqrt_s)
+        write_xsection_blocks(frame, levels, args.sqrt_s)
         print(f"wrote XSECTION blocks for {len(surrogates)} processes into {frame['source'].nunique()} SLHA files")
     if args.out is not None:
         write_csv(frame, out)

@@ -213,6 +213,15 @@ def _expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) ->
     return out
 
 
+def input_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The files :func:`read_points` reads from ``paths``: a directory contributes its SLHA files, sorted by name.
+
+    Raises:
+        InputError: a missing path, a directory without SLHA files, no path.
+    """
+    return _expand(paths)
+
+
 def read_points(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     processes: Iterable[Process | str] | None = None,

@@ -47,6 +47,7 @@ __all__ = [
     "summary_markdown",
     "summary_row",
     "train_all",
+    "train_surrogate",
 ]
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
@@ -164,6 +165,7 @@ def train_all(
     processes: Iterable[Process | str] | None = None,
     progress: bool = True,
     callback: Callable[[dict[str, Any], bool], None] | None = None,
+    client: Any = None,
     **config_overrides: Any,
 ) -> list[dict[str, Any]]:
     """Train the recommended surrogate of every process (or of ``processes``) and write a summary table.
@@ -172,10 +174,15 @@ def train_all(
         seed: seed of every fit (and of the random split when ``data`` has no ``split`` column).
         data: a table with ``nlo_<pdg1>_<pdg2>`` target columns and the spectrum columns
             the processes' features need (e.g. :func:`sigmabnn.datasets.load_ewino`).
-        directory: the surrogate directory (created if needed; see the module docstring).
+        directory: the surrogate directory (created if needed; see the module docstring). With a
+            ``client`` it must be on a file system the workers share.
         processes: the processes to train (default: every target column of ``data``).
-        progress: progress bars on stderr.
-        callback: called as ``callback(record, skipped)`` after each process.
+        progress: progress bars on stderr (not with a ``client``: the workers' fits run quietly).
+        callback: called as ``callback(record, skipped)`` after each process (with a ``client``,
+            in order of completion).
+        client: a ``dask.distributed.Client``: every unfinished process is one task on its
+            cluster (:mod:`sigmabnn.distributed`); the same seeds and the same models as without.
+            A worker killed mid-fit leaves no model under its final name, and its task is retried.
         **config_overrides: fields of :class:`~sigmabnn.workflows.nlo.NLOConfig` (e.g.
             ``hidden=(8,)``, ``num_samples=20``), applied to every process.
 
@@ -198,54 +205,116 @@ def train_all(
         raise InputError("the table has no cross-section columns nlo_<pdg1>_<pdg2>")
     if SPLIT_COLUMN not in data.columns:
         data = add_random_split(data, seed)
-    records: list[dict[str, Any]] = []
+    done: dict[Process, dict[str, Any]] = {}
     for process in wanted:
         record = _finished_record(out, process)
         if record is not None:
-            records.append(record)
+            done[process] = record
             if callback is not None:
                 callback(record, True)
-            continue
-        target = find_target_column(data.columns, process)
-        config = recommended_config(process, **config_overrides)._replace(target=target)
-        missing = [c for c in config.features if c not in data.columns]
-        if missing:
-            raise InputError(f"table lacks feature column(s) {', '.join(missing)} needed for process {process}")
-        y = pd.to_numeric(data[target], errors="coerce").to_numpy(np.float64)
-        valid = np.isfinite(y) & (y > 0)
-        t0 = time.perf_counter()
-        result = train_process(seed, process, config, data=data, progress=progress, score=False)
-        seconds = time.perf_counter() - t0
-        rows = data.loc[valid]
-        parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
-        metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
-        save_model(result.fitted, _model_path(out, process))
-        sampler = result.report.sampler
-        record = to_jsonable(
-            {
-                "process": str(process),
-                "label": process.label,
-                "target": target,
-                "config": result.config._asdict(),
-                "n_train": result.report.data.train,
-                "n_failed": int((~valid).sum()),
-                "metrics": metrics,
-                "train_seconds": seconds,
-                "grad_evals": sampler.num_grad_evals,
-                "sampler": {
-                    "acceptance": sampler.acceptance,
-                    "divergences": sampler.divergences,
-                    "rhat_predictions": sampler.rhat_predictions,
-                },
-            }
-        )
-        atomic_write_json(_record_path(out, process), record)
-        records.append(record)
-        _write_summary(out, records)
+        else:
+            _check_columns(data, process, config_overrides)
+    todo = [p for p in wanted if p not in done]
+
+    def finished(process: Process, record: dict[str, Any]) -> None:
+        done[process] = record
+        _write_summary(out, [done[p] for p in wanted if p in done])
         if callback is not None:
             callback(record, False)
+
+    settings = {"seed": seed, "data": data, "directory": out, **config_overrides}
+    if client is None:
+        for process in todo:
+            finished(process, train_surrogate(process, **settings, progress=progress))
+    elif todo:
+        from sigmabnn.distributed.tasks import map_unordered
+
+        keys = [f"train-all-{p.target}-seed{seed}" for p in todo]
+        try:
+            for i, record in map_unordered(client, train_surrogate, todo, keys=keys, **settings):
+                finished(todo[i], record)
+        finally:
+            _remove_stale_temporaries(out, todo)
+    records = [done[p] for p in wanted]
     _write_summary(out, records)
     return records
+
+
+def _check_columns(data: pd.DataFrame, process: Process, config_overrides: dict[str, Any]) -> None:
+    config = recommended_config(process, **config_overrides)
+    find_target_column(data.columns, process)
+    missing = [c for c in config.features if c not in data.columns]
+    if missing:
+        raise InputError(f"table lacks feature column(s) {', '.join(missing)} needed for process {process}")
+
+
+def _remove_stale_temporaries(directory: Path, processes: Sequence[Process]) -> None:
+    """Remove the hidden temporaries (``.<name>.tmp-*``) a worker killed while writing left for ``processes``.
+
+    Called when no task of the run is running any more, so no temporary is still being written.
+    """
+    import shutil
+
+    for process in processes:
+        for name in (_model_path(directory, process).name, _record_path(directory, process).name):
+            for stale in directory.glob(f".{name}.tmp-*"):
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
+                else:
+                    stale.unlink(missing_ok=True)
+
+
+def train_surrogate(
+    process: Process,
+    *,
+    seed: int,
+    data: pd.DataFrame,
+    directory: str | os.PathLike[str],
+    progress: bool = False,
+    **config_overrides: Any,
+) -> dict[str, Any]:
+    """Train and save one process's surrogate: ``DIR/<target>.model``, then its record ``DIR/<target>.json``.
+
+    The unit of work of :func:`train_all` (a task on a worker with a Dask client). Both files
+    are written atomically, the record after the model, so a process is finished exactly when its
+    record exists. ``data`` must have a ``split`` column.
+
+    Returns:
+        The record (see :func:`train_all`).
+    """
+    out = Path(directory)
+    target = find_target_column(data.columns, process)
+    config = recommended_config(process, **config_overrides)._replace(target=target)
+    y = pd.to_numeric(data[target], errors="coerce").to_numpy(np.float64)
+    valid = np.isfinite(y) & (y > 0)
+    t0 = time.perf_counter()
+    result = train_process(seed, process, config, data=data, progress=progress, score=False)
+    seconds = time.perf_counter() - t0
+    rows = data.loc[valid]
+    parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
+    metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
+    save_model(result.fitted, _model_path(out, process))
+    sampler = result.report.sampler
+    record = to_jsonable(
+        {
+            "process": str(process),
+            "label": process.label,
+            "target": target,
+            "config": result.config._asdict(),
+            "n_train": result.report.data.train,
+            "n_failed": int((~valid).sum()),
+            "metrics": metrics,
+            "train_seconds": seconds,
+            "grad_evals": sampler.num_grad_evals,
+            "sampler": {
+                "acceptance": sampler.acceptance,
+                "divergences": sampler.divergences,
+                "rhat_predictions": sampler.rhat_predictions,
+            },
+        }
+    )
+    atomic_write_json(_record_path(out, process), record)
+    return record
 
 
 # ------------------------------------------------------------------------------------------ predict
