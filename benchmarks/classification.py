@@ -355,6 +355,25 @@ def _summary(progress: list[dict], active: list[dict]) -> dict[str, Any]:
     return {"final": finals, "best_bnn": best, "labels_to_reach_10pct": reach, "bald_over_random": ratio}
 
 
+def _goals(summary: dict[str, Any]) -> str:
+    """The issue's goals against the measurements, in words."""
+    final, best = summary["final"], summary["best_bnn"]
+    parts = []
+    if best is not None and "map" in final:
+        b, m = final[best], final["map"]
+        parts.append(
+            f"best BNN `{best}` error {b['test_error']:.4f} vs MAP {m['test_error']:.4f} "
+            f"({'met' if b['test_error'] <= m['test_error'] else 'missed'}), NLL {b['test_nll']:.4f} vs "
+            f"{m['test_nll']:.4f} ({'met' if b['test_nll'] < m['test_nll'] else 'missed'}), ECE {b['test_ece']:.4f} "
+            f"({'met' if b['test_ece'] <= 0.03 else 'missed'}: <= 0.03)"
+        )
+    ratio = summary["bald_over_random"]
+    if ratio is not None:
+        parts.append(f"BALD needs {ratio:.2f} of random's labels for 10 % error ({'met' if ratio <= 0.6 else 'missed'}"
+                     ": <= 0.60)")  # fmt: skip
+    return "; ".join(parts) + "."
+
+
 def _markdown(meta, summary, progress, active) -> str:
     finals = [{"method": m, **v} for m, v in summary["final"].items()]
     cols = [("method", "method", ""), ("learning_rate", "lr (val)", "g"), ("test_error", "test error", ".4f"),
@@ -368,8 +387,11 @@ def _markdown(meta, summary, progress, active) -> str:
         "Written by `benchmarks/classification.py` (its docstring has the protocol). Choices (learning rates) "
         "were made on the val rows by raw NLL; the temperature was fitted on the val rows; the test rows were "
         "scored for the chosen configurations only. ECE: 15 equal-width confidence bins.", "",
-        f"Run: {meta.get('date')} to {meta.get('date_end')}, load average at start "
-        f"{meta.get('load_average_1_5_15')}, at end {meta.get('load_average_1_5_15_at_end')}.", "",
+        f"Last invocation: {meta.get('date')} to {meta.get('date_end')}, load average at start "
+        f"{meta.get('load_average_1_5_15_at_start')}, at end {meta.get('load_average_1_5_15_at_end')} (a shared "
+        "machine: the fit times include compilation and contention). The run is resumable: each record was "
+        "computed once, possibly by an earlier invocation, and its `seconds` are its own.", "",
+        "Goals: " + _goals(summary), "",
         "## (a) Final test scores per method", "", markdown_table(finals, cols), "",
         f"Best BNN (not `map`) by test error: `{summary['best_bnn']}`.", "",
         "## (a) Test error against epochs (chosen learning rate)", "",
@@ -383,6 +405,10 @@ def _markdown(meta, summary, progress, active) -> str:
                         ("test_nll_raw", "NLL", ".4f")]),  # fmt: skip
         "", "![progress](classification_progress.png)", "",
         "## (b) Active learning", "",
+        f"Model: an ensemble of {AL_MEMBERS} MAP networks {AL_ARCH}, {AL_STEPS} full-batch Adam steps at the "
+        f"learning rate chosen for `map` in (a) on the val rows; start {START_PER_CLASS} labels per class, "
+        f"{ACQUIRE} acquired per round up to {MAX_LABELS}; {len(SEEDS)} seeds; pool: the train rows, error "
+        "on the test rows.", "",
         "Labels needed for a mean (over seeds) test error <= 10 %: "
         + ", ".join(f"{c}: {reach[c] if reach[c] is not None else 'not reached'}" for c in CRITERIA)
         + (f"; BALD / random = {summary['bald_over_random']:.2f}." if summary["bald_over_random"] else "."),

@@ -133,7 +133,12 @@ def fit(
             ``learn_noise`` does not apply; ``architecture`` is that of the mean network, ending
             in one output, to which the scale output is added, as for the ensemble; MAP first
             fits the mean network alone and starts the scale at the residuals' Student-t scale,
-            :mod:`sigmabnn.scale_head`).
+            :mod:`sigmabnn.scale_head`). ``"categorical"``: a classifier of the target's integer
+            or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the sorted
+            label set stored in the model; one logit per class; the logits' temperature fitted
+            on the validation rows when it lowers their NLL; no noise, log-target, baseline or
+            recalibration options; ``predict`` then returns a
+            :class:`~sigmabnn.predict.classes.ClassPrediction`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"`` or ``"float32"``.
         progress: progress bars on stderr.
