@@ -99,7 +99,7 @@ def test_the_method_settings_come_from_the_spec():
     assert build_spec("y", method="bbb", num_samples=20, num_steps=300).vi_config().num_draws == 20
     assert build_spec("y", method="ensemble", num_members=3).ensemble_config().num_members == 3
     mcmc = build_spec("y", num_warmup=60, map=None, max_tree_depth=4).mcmc_config(80, 21)
-    assert (mcmc.num_warmup, mcmc.map, mcmc.max_tree_depth, mcmc.kernel) == (60, None, 4, "nuts")
+    assert (mcmc.num_warmup, mcmc.map, mcmc.max_tree_depth, mcmc.kernel) == (60, None, 4, "chees")  # the default method
     assert build_spec("y", likelihood="hetero_student_t").model.learn_noise is False
     assert build_spec("y", noise_column="s").learns_noise is False
     assert build_spec("y", method="ensemble", learn_noise=False).learns_noise is True
