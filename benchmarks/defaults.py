@@ -1104,6 +1104,19 @@ def render_scaling(records: Sequence[dict[str, Any]]) -> str:
     )
 
 
+def default_times(records: Sequence[dict[str, Any]]) -> str:
+    """One line: the default's training times (median and largest) on the tables up to 2,000 rows and above."""
+    recs = [r for r in records if r.get("phase") == "test" and r.get("sampler") == "sigmabnn" and _ok(r)]
+    parts = []
+    for label, keep in (("up to 2,000 rows", lambda n: n <= 2000), ("over 2,000 rows", lambda n: n > 2000)):
+        secs = [r["seconds"] for r in recs if keep(int(r["n_train"]))]
+        if secs:
+            parts.append(f"{label}: median {np.median(secs):.0f} s, at most {max(secs):.0f} s ({len(secs)} tables)")
+    if not parts:
+        return ""
+    return "**The default's training time** (`sigmabnn train DATA --target y`): " + "; ".join(parts) + ".\n\n"
+
+
 def render_test(data: dict[str, Any], validation: dict[str, Any] | None = None) -> str:
     records = data.get("records", [])
     goals = check_goals(records)
@@ -1123,6 +1136,7 @@ def render_test(data: dict[str, Any], validation: dict[str, Any] | None = None) 
     ]
     if data.get("smoke"):
         parts.append("**Smoke run: tiny budgets, the numbers mean nothing.**\n\n")
+    parts.append(default_times(records))
     parts.append("## Goals (the library's default, `sigmabnn`)\n\n")
     titles = {
         "time": "(a) training time <= 60 s up to 2,000 rows and 20 inputs, <= 180 s up to 10^4 rows "
