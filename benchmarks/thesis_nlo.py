@@ -232,6 +232,23 @@ def _coverage_noise(record: dict[str, Any], level: float) -> str:
     return "; binomial standard error of this coverage " + ", ".join(parts)
 
 
+STUCK_ACCEPTANCE = 0.05
+"""A chain whose mean acceptance is below this did not move: the run is not a valid sample."""
+
+
+def failure(record: dict[str, Any]) -> str | None:
+    """Why a record is not a valid run of its method (a stuck chain, divergences), or ``None``."""
+    reasons = []
+    acceptance = record.get("acceptance") or []
+    stuck = [i for i, a in enumerate(acceptance) if a is not None and a < STUCK_ACCEPTANCE]
+    if stuck:
+        rates = ", ".join(f"chain {i} acceptance {acceptance[i]:.2f}" for i in stuck)
+        reasons.append(f"{rates} (stuck: its draws are copies of its start)")
+    if record.get("divergences"):
+        reasons.append(f"{record['divergences']} divergent transitions")
+    return "; ".join(reasons) or None
+
+
 def markdown(records: list[dict[str, Any]]) -> str:
     thesis = ewino_info()["thesis"]
     lines = [
@@ -252,8 +269,9 @@ def markdown(records: list[dict[str, Any]]) -> str:
         load = r.get("loadavg_before", [None])[0]
         raw_cov = r.get("coverage_raw_exact")
         raw = "-" if not raw_cov else "/".join(f"{100 * v:.1f}" for v in raw_cov) + " %"
+        name = r["config"] if failure(r) is None else f"{r['config']} **(failed)**"
         lines.append(
-            f"| {r['config']} | {_num(r['r2_log'])} | {_num(r['r2_xsec'])} | {_num(r['z_std'], 2)} "
+            f"| {name} | {_num(r['r2_log'])} | {_num(r['r2_xsec'])} | {_num(r['z_std'], 2)} "
             f"| {_pct(r['coverage_1s'])} | {_pct(r['coverage_2s'])} | {_pct(r['coverage_3s'])} | {raw} "
             f"| {_pct(r['median_rel_err'], 2)} | {r['train_seconds']:.0f} | {r['grad_evals']:,} | {r['networks']} "
             f"| {_num(r.get('rhat_predictions'), 2)} | {'-' if load is None else f'{load:.1f}'} |"
@@ -265,6 +283,10 @@ def markdown(records: list[dict[str, Any]]) -> str:
     )
     lines += ["", "Configurations:", ""]
     lines += [f"- `{r['config']}`: {r['description']}." for r in records]
+    failed = [(r["config"], failure(r)) for r in records if failure(r) is not None]
+    if failed:
+        lines += ["", "Failed runs (not valid runs of their method; their scores are not the method's):", ""]
+        lines += [f"- `{name}`: {why}." for name, why in failed]
     chosen = [r for r in records if r["config"] == "recommended"]
     if chosen:
         r = chosen[0]

@@ -43,3 +43,16 @@ def test_spread_shortfall_gives_the_shrink_factor_that_meets_the_target(thesis):
     # the stated factor is what it takes: shrinking every residual by it reaches R^2 0.999 (to rounding)
     assert r2(y, y + shrink * residual) == pytest.approx(0.999, abs=5e-5)
     assert r2(y, y + (shrink + 0.05) * residual) < 0.999
+
+
+def test_a_stuck_chain_or_divergences_mark_a_run_failed(thesis):
+    assert thesis.failure({"acceptance": [0.9, 0.85], "divergences": 0}) is None
+    why = thesis.failure({"acceptance": [0.0, 0.59], "divergences": 16})
+    assert "chain 0 acceptance 0.00" in why and "16 divergent" in why
+    assert thesis.failure({"acceptance": [0.9], "divergences": 2}) == "2 divergent transitions"
+
+
+def test_the_committed_thesis_hmc_row_is_labelled_failed(thesis):
+    text = thesis.MD_PATH.read_text()
+    assert "| thesis_hmc_5-20-20-1 **(failed)** |" in text
+    assert "- `thesis_hmc_5-20-20-1`: chain 0 acceptance 0.00" in text

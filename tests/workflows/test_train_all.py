@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,10 @@ def test_train_all_summary_and_resume(small, tmp_path, capsys):
         assert 0 <= row.coverage_1s <= row.coverage_2s <= row.coverage_3s <= 1
         assert row.grad_evals > 0 and np.isfinite(row.r2_log)
         assert load_model(out / f"{target}.model").target_name == target
+        record = json.loads((out / f"{target}.json").read_text())
+        assert np.isfinite(record["load_average"]) and record["load_average"] >= 0
+        rhat = record["sampler"]["rhat_predictions"]
+        assert (record["modes"] is not None) == (rhat is not None and rhat > 1.1)
     assert "| 1000022,1000022 |" in (out / "summary.md").read_text()
     # the directory serves xsec directly
     assert main(["xsec", str(out), str(path), "-o", str(tmp_path / "x.csv")]) == 0

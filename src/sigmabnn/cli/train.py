@@ -464,3 +464,8 @@ def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any 
         warnings.append(f"dropped {n} row{'s' if n != 1 else ''} with missing or non-finite values")
     for warning in warnings:
         print(f"sigmabnn train: warning: {warning}", file=sys.stderr)
+    from sigmabnn.evaluate.diagnose import mode_mixture_note
+
+    note = mode_mixture_note(fitted.report)  # the stored report: it holds the recalibration
+    if note is not None:
+        print(f"sigmabnn train: note: {note}", file=sys.stderr)

@@ -120,5 +120,11 @@ def run(args: argparse.Namespace) -> int:
         )
     print()
     sys.stdout.write(summary_markdown([summary_row(r) for r in records]))
+    mixtures = [r["process"] for r in records if r.get("modes")]
+    if mixtures:
+        print(
+            f"{len(mixtures)} of {len(records)} models are mixtures of modes (R-hat of the predictions above 1.1: "
+            "their chains sit in different modes; see 'modes' in each record)"
+        )
     print(f"models and summary (summary.csv, summary.md) in {out}")
     return 0

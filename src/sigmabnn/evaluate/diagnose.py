@@ -24,10 +24,20 @@ from sigmabnn.fitting.report import FitReport, MCMCSummary
 from sigmabnn.model.posterior import Data
 from sigmabnn.predict import feature_matrix_for
 
-__all__ = ["DEFAULT_NUM_POINTS", "ModelDiagnosis", "diagnose_model", "report_warnings", "stored_summary"]
+__all__ = [
+    "DEFAULT_NUM_POINTS",
+    "MODE_MIXTURE_RHAT",
+    "ModelDiagnosis",
+    "diagnose_model",
+    "mode_mixture_note",
+    "report_warnings",
+    "stored_summary",
+]
 
 #: Function-space check points when no data are given (standard-normal inputs in standardised units).
 DEFAULT_NUM_POINTS = 20
+#: R-hat of the predictions above which the chains are taken to sit in different modes.
+MODE_MIXTURE_RHAT = 1.1
 #: Draws evaluated at once when recomputing the log posterior (bounds memory: draws x rows x width).
 LOG_POSTERIOR_BATCH = 8
 
@@ -135,6 +145,48 @@ def report_warnings(report: FitReport, thresholds: Thresholds | None = None) -> 
     networks = int((report.model.networks if report.model is not None else None) or 0)
     chains = len(sampler.acceptance or ()) or 1
     return warnings(stored_summary(report, chains, max(1, networks // chains)), thresholds)
+
+
+def mode_mixture_note(report: FitReport, threshold: float = MODE_MIXTURE_RHAT) -> str | None:
+    """A plain statement that the chains sampled different modes, or ``None`` when they agree.
+
+    A BNN's chains from separate starts usually settle in separate modes of the posterior;
+    each then samples its own mode, and the R-hat of the predictions measures the spread
+    between the modes, not a failure to sample any one of them. Above ``threshold`` the model
+    is an equal-weight mixture of the chains' local posteriors (as a deep ensemble with local
+    uncertainty is), not a converged posterior, and the note says what that means for the
+    intervals: recalibrated ones were mapped to nominal coverage on rows the fit held out;
+    raw ones carry the mixture's spread uncalibrated.
+
+    Args:
+        report: the fit's :class:`~sigmabnn.fitting.report.FitReport`.
+        threshold: R-hat of the predictions above which the note is given (1.1).
+    """
+    sampler = report.sampler
+    if not isinstance(sampler, MCMCSummary) or sampler.rhat_predictions is None:
+        return None
+    rhat = float(sampler.rhat_predictions)
+    if not math.isfinite(rhat) or rhat <= threshold:
+        return None
+    chains = len(sampler.acceptance or ()) or None
+    who = f"the {chains} chains" if chains else "the chains"
+    text = (
+        f"R-hat of the predictions is {rhat:.2f} (> {threshold:g}): {who} sit in different modes, so the model "
+        "is an equal-weight mixture of the chains' local posteriors, not one converged posterior; "
+        "the spread between the modes is part of its epistemic uncertainty. "
+    )
+    recal = report.recalibration
+    if recal is not None and recal.rows:
+        where = {"heldout": "held-out rows", "loo": "leave-one-out PIT of the training rows"}.get(
+            recal.rows_kind or "", "held-out and leave-one-out rows"
+        )
+        return (
+            text + f"Its intervals were recalibrated on {recal.rows} {where}, which calibrates the mixture as a whole."
+        )
+    return text + (
+        "Its intervals are not recalibrated: whether the mixture's spread is the right width is unchecked; "
+        "check coverage on held-out rows ('sigmabnn evaluate') or recalibrate ('sigmabnn recalibrate')."
+    )
 
 
 def diagnose_model(

@@ -30,6 +30,7 @@ import pandas as pd
 
 from sigmabnn.data.features import required_columns
 from sigmabnn.errors import DataError, InputError
+from sigmabnn.evaluate.diagnose import mode_mixture_note
 from sigmabnn.evaluate.report import score_splits
 from sigmabnn.io.atomic import atomic_write_json, atomic_write_text
 from sigmabnn.io.model_file import load_model, save_model, to_jsonable
@@ -190,7 +191,9 @@ def train_all(
         The records of all requested processes (finished earlier or now), in order.
         Each has ``process``, ``label``, ``target``, ``config``, ``n_train``, ``n_failed``,
         ``metrics`` (``val`` and ``test``: :func:`sigmabnn.evaluate.report.split_metrics`),
-        ``train_seconds``, ``grad_evals``, ``sampler``.
+        ``train_seconds``, ``load_average`` (the 1-minute load average, mean of before and after the
+        fit), ``grad_evals``, ``sampler``, ``modes`` (:func:`~sigmabnn.evaluate.diagnose.mode_mixture_note`:
+        a sentence when the chains sit in different modes, else ``None``).
 
     Raises:
         InputError: no process in the table, an unknown process, missing feature columns.
@@ -287,9 +290,11 @@ def train_surrogate(
     config = recommended_config(process, **config_overrides)._replace(target=target)
     y = pd.to_numeric(data[target], errors="coerce").to_numpy(np.float64)
     valid = np.isfinite(y) & (y > 0)
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     result = train_process(seed, process, config, data=data, progress=progress, score=False)
     seconds = time.perf_counter() - t0
+    load = (load_before + os.getloadavg()[0]) / 2  # 1-min load average, before and after, meaned
     rows = data.loc[valid]
     parts = {name: rows[rows[SPLIT_COLUMN] == name] for name in ("val", "test")}
     metrics = score_splits(result.fitted, {k: v for k, v in parts.items() if len(v)})
@@ -305,12 +310,14 @@ def train_surrogate(
             "n_failed": int((~valid).sum()),
             "metrics": metrics,
             "train_seconds": seconds,
+            "load_average": load,
             "grad_evals": sampler.num_grad_evals,
             "sampler": {
                 "acceptance": sampler.acceptance,
                 "divergences": sampler.divergences,
                 "rhat_predictions": sampler.rhat_predictions,
             },
+            "modes": mode_mixture_note(result.fitted.report),
         }
     )
     atomic_write_json(_record_path(out, process), record)
