@@ -32,14 +32,22 @@ def test_recommended_features_finite_for_every_process(ewino, process):
     assert np.all(values.std(axis=0) > 0)
 
 
-def test_neutralino_pairs_get_couplings_and_proxy_charginos_do_not():
+def test_each_kind_gets_its_couplings_and_lpint_and_only_neutralino_pairs_the_fixed_proxy():
     n1n2 = [parse_derive(s).name for s in amplitude_features.recommended_features("1000022,1000023")]
     assert {"zs", "fq_uL", "fq_dL", "fR", "zfu", "la_uL", "lproxy"} <= set(n1n2)
     assert n1n2[-1] == "lpint"
-    c1 = [parse_derive(s).name for s in amplitude_features.recommended_features("1000022,-1000024")]
-    assert c1 == ["lam_1000022", "lam_1000024"]
+    inputs = {  # network inputs (helpers, names starting with _, left out)
+        "1000022,-1000024": ["lam_1000022", "lam_1000024", "wl", "wr", "fq_uL", "fq_dL", "wfu", "wfd", "lpint"],
+        "1000024,-1000037": ["lam_1000024", "lam_1000037", "zl", "zr", "fq_d", "fq_u", "zfd", "zfu", "lpint"],
+    }
+    for process, names in inputs.items():
+        got = [parse_derive(s).name for s in amplitude_features.recommended_features(process)]
+        assert [n for n in got if not n.startswith("_")] == names
+        assert amplitude_features.proxy_features(process) == []
+        assert nlo.recommended_config(process).baseline == ("lpint",)
+        without = [parse_derive(s).name for s in amplitude_features.recommended_features(process, resonance=False)]
+        assert without == names[:-1]
     assert nlo.recommended_config("1000022,1000023").baseline == ("lpint",)
-    assert nlo.recommended_config("1000022,-1000024").baseline == ()
     before = tuple(amplitude_features.recommended_features("1000022,1000023", resonance=False))
     assert nlo.recommended_config("1000022,1000023", derive=before).baseline == ()
 

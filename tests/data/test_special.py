@@ -60,3 +60,25 @@ def test_elementwise_and_invalid_arguments():
         out[:2], [threshold_integral(50.0, MZ, GZ, 2, 0, 1e8), threshold_integral(120.0, MZ, GZ, 2, 1, 1e8)]
     )
     assert np.isnan(out[2:]).all()  # NaN input, a <= 0, an unknown kind
+
+
+MW, GW = 80.377, 2.085  # the W of sigmabnn.physics.couplings
+
+
+@pytest.mark.parametrize("a", [30.0, 79.0, 80.37, 80.39, 85.0, 250.0, 1800.0])
+@pytest.mark.parametrize("k", [0, 1, 2])
+@pytest.mark.parametrize("p", [2.0, 3.0, 4.0])
+def test_w_resonance_matches_adaptive_quadrature(a, k, p):
+    """The W line (neutralino-chargino pairs), at the powers 2, 3, 4 of the photon terms of chargino pairs."""
+    got = float(threshold_integral(a, MW, GW, p, k, 1e8))
+    np.testing.assert_allclose(got, reference(a, k, p, 1e8, MW, GW), rtol=1e-6)
+
+
+def test_w_resonance_matches_a_fine_trapezoid():
+    """k = 0 and 1 across the W peak against numpy's trapezoid rule on 2 million points in s."""
+    a = 60.0
+    s = a * a + np.concatenate([np.linspace(0.0, 2e4, 2_000_001)[:-1], np.geomspace(2e4, 1e8, 200_001)])
+    d = (s - MW**2) ** 2 + (MW * GW) ** 2
+    g = (1.0 - a * a / s) ** 1.5 / s
+    for k, f in ((0, g / d), (1, g * (s - MW**2) / d)):
+        np.testing.assert_allclose(threshold_integral(a, MW, GW, 2.0, k, 1e8), np.trapezoid(f, s), rtol=1e-5)

@@ -1,7 +1,11 @@
 """sigmabnn.physics: electroweakino processes, couplings and amplitude features; SLHA input and cross-section output.
 
-The couplings live in :mod:`sigmabnn.physics.couplings`, the derived amplitude features in
-:mod:`sigmabnn.physics.amplitude_features`.
+The couplings live in :mod:`sigmabnn.physics.couplings` (quarks, squarks, neutralinos, the Z and W)
+and :mod:`sigmabnn.physics.chargino_couplings`, the derived amplitude features in
+:mod:`sigmabnn.physics.amplitude_features` (which dispatches to
+:mod:`sigmabnn.physics.neutralino_chargino_features` and
+:mod:`sigmabnn.physics.chargino_pair_features` for processes with a chargino), the integrated
+proxy ``lpint`` in :mod:`sigmabnn.physics.threshold_proxy`.
 """
 
 from sigmabnn.physics.processes import (

@@ -24,16 +24,28 @@ at an effective partonic energy ``s_eff = k (|m_i| + |m_j|)^2``, and
 quarks 1). The network then only has to learn the parton luminosity (a smooth
 function of the mass), the phase space and NLO corrections on top.
 
+Processes with a chargino get the features of their own leading-order physics, from
+:mod:`sigmabnn.physics.neutralino_chargino_features` (``u dbar -> chi^0 chi^+`` through an
+s-channel W and ``u~_L``, ``d~_L`` exchange) and :mod:`sigmabnn.physics.chargino_pair_features`
+(``q qbar -> chi^+ chi^-`` through the photon, the Z and ``u~_L``, ``d~_L`` exchange): ``log|m|``,
+their signed couplings and Z/W-squark products, and ``lpint``. This module's functions dispatch
+on the kind of process; the fixed-``s_eff`` proxies of :func:`proxy_features` exist for
+neutralino pairs only.
+
 All features are expressions for :func:`sigmabnn.data.features.parse_derive`,
 evaluated on the raw columns of the built-in data set (:func:`sigmabnn.datasets.load_ewino`):
-the neutralino columns ``m_<pdg>, N<pdg>_1..4`` and the squark masses
-``m_1000001, m_1000002, m_2000001, m_2000002``.
+the neutralino columns ``m_<pdg>, N<pdg>_1..4``, the chargino columns ``m_<pdg>, U<pdg>_1..2,
+V<pdg>_1..2`` and the squark masses ``m_1000001, m_1000002, m_2000001, m_2000002``.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
+from sigmabnn.physics import chargino_pair_features, neutralino_chargino_features
 from sigmabnn.physics.couplings import CHIRALITIES, COS2_THETA_W, GAMMA_Z, MZ, number, squark_coupling
 from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process
+from sigmabnn.physics.threshold_proxy import RESONANCE_LUMINOSITY_POWER, RESONANCE_SPAN
 
 __all__ = [
     "RESONANCE_LUMINOSITY_POWER",
@@ -52,6 +64,15 @@ def _neutralino_pair(process: Process | str) -> tuple[int, int] | None:
     return None
 
 
+def _chargino_module(process: Process) -> ModuleType | None:
+    """The module of the features of a process with a chargino; ``None`` for a neutralino pair."""
+    if neutralino_chargino_features.neutralino_chargino(process) is not None:
+        return neutralino_chargino_features
+    if chargino_pair_features.chargino_pair(process) is not None:
+        return chargino_pair_features
+    return None
+
+
 def _mass_features(process: Process) -> list[str]:
     """``log|m|`` of each particle (once per distinct particle)."""
     out = []
@@ -61,22 +82,27 @@ def _mass_features(process: Process) -> list[str]:
 
 
 def coupling_features(process: Process | str, interference: bool = False) -> list[str]:
-    """Couplings of a neutralino pair: signed Z coupling, squark couplings, ``log|m|`` (and products).
+    """Couplings of a process: signed Z or W couplings, squark couplings, ``log|m|`` (and products).
 
-    For ``chi_i chi_j``: ``zs = N_i3 N_j3 - N_i4 N_j4``; ``fq_<q> = f_q(i) f_q(j)`` for
+    For a neutralino pair ``chi_i chi_j``: ``zs = N_i3 N_j3 - N_i4 N_j4``; ``fq_<q> = f_q(i) f_q(j)`` for
     ``q = uL, dL`` and ``fR = N_i1 N_j1`` (the right-handed couplings are both
     proportional to ``N_1``); ``lam_<pdg> = log|m|``. With ``interference``
-    also the Z-squark products ``zs * fq``. Processes with a chargino get the
-    ``log|m|`` features only.
+    also the Z-squark products ``zs * fq``. Processes with a chargino get ``log|m|`` and their
+    own couplings: :func:`sigmabnn.physics.neutralino_chargino_features.coupling_features`
+    (``wl, wr, fq_uL, fq_dL``; products ``wfu, wfd``) and
+    :func:`sigmabnn.physics.chargino_pair_features.coupling_features` (``zl, zr, fq_d, fq_u``;
+    products ``zfd, zfu``).
 
     Returns:
         ``name=expression`` strings for :func:`sigmabnn.data.features.parse_derive`.
     """
     proc = parse_process(process)
-    pair = _neutralino_pair(proc)
     out = _mass_features(proc)
-    if pair is None:
-        return out
+    module = _chargino_module(proc)
+    if module is not None:
+        return out + module.coupling_features(proc, interference=interference)
+    pair = _neutralino_pair(proc)
+    assert pair is not None
     i, j = pair
     out.append(f"zs=N{i}_3*N{j}_3-N{i}_4*N{j}_4")
     out.append(f"fq_uL={squark_coupling(i, 'uL')}*{squark_coupling(j, 'uL')}")
@@ -105,7 +131,8 @@ def proxy_features(
     the relative sign of the squark and Z terms for left- / right-handed quarks; ``z_scale``
     multiplies the Z term (its normalisation relative to the squark term). ``suffix`` is appended
     to every feature name (to add proxies at several ``s_eff``). Processes
-    with a chargino have no proxy: an empty list.
+    with a chargino have no fixed-``s_eff`` proxy (an empty list); their integrated proxy is
+    ``lpint`` (:func:`resonance_features`).
     """
     pair = _neutralino_pair(process)
     if pair is None:
@@ -131,12 +158,6 @@ def proxy_features(
     return out
 
 
-RESONANCE_LUMINOSITY_POWER = 2.0
-"""Exponent ``p`` of the power-law parton luminosity ``s^(-p)`` of :func:`resonance_features`."""
-RESONANCE_SPAN = 1.0e8
-"""Range of s-hat above threshold integrated by :func:`resonance_features` (GeV^2; sqrt about 10 TeV)."""
-
-
 def resonance_features(process: Process | str) -> list[str]:
     """The amplitude proxy integrated over s-hat above threshold: ``lpint`` (and its helpers).
 
@@ -150,11 +171,17 @@ def resonance_features(process: Process | str) -> list[str]:
     (:func:`sigmabnn.data.special.threshold_integral`). Unlike the fixed-``s_eff`` proxy this
     resolves the Z resonance near threshold, where the largest cross sections are
     (``docs/nlo_research.md``, section 8). Helpers (names starting with ``_``) are not inputs.
-    Processes with a chargino: an empty list.
+    Processes with a chargino: the ``lpint`` of their own amplitudes (s-channel W or photon and
+    Z, squark contact terms; :func:`sigmabnn.physics.neutralino_chargino_features.resonance_features`,
+    :func:`sigmabnn.physics.chargino_pair_features.resonance_features`), built by
+    :func:`sigmabnn.physics.threshold_proxy.integrated_proxy` with the same ``p`` and span.
     """
-    pair = _neutralino_pair(process)
-    if pair is None:
-        return []
+    proc = parse_process(process)
+    module = _chargino_module(proc)
+    if module is not None:
+        return module.resonance_features(proc)
+    pair = _neutralino_pair(proc)
+    assert pair is not None
     i, j = pair
     zs = f"(N{i}_3*N{j}_3-N{i}_4*N{j}_4)"
     a = f"abs(m_{i})+abs(m_{j})"
@@ -179,7 +206,9 @@ def recommended_features(process: Process | str, resonance: bool = True) -> list
     products (:func:`coupling_features`), the amplitude proxies at one ``s_eff``
     (:func:`proxy_features`) and, with ``resonance``, integrated over s-hat
     (:func:`resonance_features`, last; ``resonance=False`` gives the features of the
-    configurations measured before it existed). Processes with a chargino: ``log|m|`` of each particle.
+    configurations measured before it existed). Processes with a chargino: ``log|m|``, their
+    couplings with the Z/W-squark products (:func:`coupling_features`) and, with ``resonance``,
+    ``lpint`` (:func:`resonance_features`, last); they have no fixed-``s_eff`` proxy.
     """
     proc = parse_process(process)
     out = coupling_features(proc, interference=True) + proxy_features(proc)

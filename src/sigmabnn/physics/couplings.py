@@ -8,6 +8,9 @@ Phys. Rept. 117 (1985) 75):
   ``d_L: -N_i2/2 + tan(theta_W)/6 N_i1``, ``u_R: 2/3 tan(theta_W) N_i1``,
   ``d_R: -1/3 tan(theta_W) N_i1`` (:func:`squark_coupling`, as a feature expression in the
   neutralino mixing columns ``N<pdg>_1..4``).
+
+The couplings of charginos (to the Z, to the W and a neutralino, to a quark and a squark) are in
+:mod:`sigmabnn.physics.chargino_couplings`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 __all__ = [
     "CHIRALITIES",
     "COS2_THETA_W",
+    "GAMMA_W",
     "GAMMA_Z",
+    "MW",
     "MZ",
     "SIN2_THETA_W",
     "SQUARK_COLUMNS",
@@ -28,6 +33,10 @@ MZ = 91.1876
 """Z boson mass (GeV, PDG)."""
 GAMMA_Z = 2.4952
 """Z boson width (GeV, PDG)."""
+MW = 80.377
+"""W boson mass (GeV; Particle Data Group, Review of Particle Physics 2022, W boson summary table)."""
+GAMMA_W = 2.085
+"""W boson width (GeV; Particle Data Group, Review of Particle Physics 2022, W boson summary table)."""
 SIN2_THETA_W = 0.2312
 """Weak mixing angle sin^2 theta_W (MS-bar at m_Z, PDG)."""
 

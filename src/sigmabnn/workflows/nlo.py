@@ -92,7 +92,7 @@ class NLOConfig(NamedTuple):
             (:attr:`sigmabnn.map.MAPConfig.lbfgs_steps`; 0: none).
         baseline: derived features of a linear log-space baseline of the target (the network
             models the residual; ``baseline`` of :func:`sigmabnn.api.fit`); the recommended
-            configuration of a neutralino pair uses ``("lpint",)``.
+            configuration of every process uses ``("lpint",)``.
         recalibrate: quantile-recalibrate the intervals on the ``val`` rows after sampling
             (:func:`sigmabnn.recalibration.recalibrate`; Kuleshov et al. 2018): the Student-t
             head's 1 sigma interval is too wide while 2 and 3 sigma are met, a shape error that
