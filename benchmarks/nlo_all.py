@@ -28,7 +28,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
-
 from sigmabnn.datasets import processes  # noqa: E402
 from sigmabnn.evaluate.report import INTERVAL_LEVELS  # noqa: E402
 from sigmabnn.physics.processes import parse_process  # noqa: E402

@@ -41,7 +41,6 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
-
 from sigmabnn.data.features import as_derived  # noqa: E402
 from sigmabnn.datasets import load_ewino  # noqa: E402
 from sigmabnn.evaluate.metrics import evaluate  # noqa: E402
