@@ -70,17 +70,24 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "short": SHORT,
     "mid": {"map_steps": 6000, "map_learning_rate": 5e-3, "num_chains": 4, "num_warmup": 150, "num_samples": 75},
     "many_short": {**SHORT, "num_chains": 8, "num_samples": 25},
+    "half_contact": {**SHORT, "features_kind": "half_contact"},
     "short_masses": {**SHORT, "features_kind": "masses"},
 }
-"""Overrides of the recommended configuration; ``features_kind`` ``"masses"``: only the ``log|m|`` features."""
+"""Overrides of the recommended configuration. ``features_kind``: ``"masses"``, only the ``log|m|``
+features; ``"half_contact"``, the neutralino pairs' ``lpint`` with the contact term's Fierz factor 1/2
+(:func:`~sigmabnn.physics.amplitude_features.resonance_features` ``contact=1``; the other kinds
+already have it, so there the candidate is ``short`` itself and its record is shared)."""
 
 
 def config_for(process: str, candidate: str) -> nlo.NLOConfig:
     """The :class:`~sigmabnn.workflows.nlo.NLOConfig` of ``candidate`` for ``process``."""
     overrides = dict(CANDIDATES[candidate])
-    if overrides.pop("features_kind", "physics") == "masses":
+    features = overrides.pop("features_kind", "physics")
+    if features == "masses":
         masses = tuple(d for d in recommended_features(process) if as_derived(d).name.startswith("lam_"))
         overrides |= {"derive": masses, "baseline": ()}
+    elif features == "half_contact":
+        overrides["derive"] = tuple(recommended_features(process, contact=1.0))
     return nlo.recommended_config(process, **overrides)
 
 
@@ -182,8 +189,9 @@ def markdown(out: dict[str, Any]) -> str:
     for r in sorted(records, key=lambda r: (r["process"], list(CANDIDATES).index(r["candidate"]))):
         cov = "/".join(f"{100 * v:.1f}" for v in r["coverage"])
         rhat = r["rhat_predictions"]
+        same = f" (= {r['same_as']})" if r.get("same_as") else ""
         lines.append(
-            f"| {r['process']} | {r['kind']} | {r['candidate']} | {r['n_select']} | {r['r2_log']:.4f} "
+            f"| {r['process']} | {r['kind']} | {r['candidate']}{same} | {r['n_select']} | {r['r2_log']:.4f} "
             f"| {_pct(r['median_rel_err'])} | {_pct(r['p99_rel_err'])} | {r['nll_log10']:.3f} | {cov} % "
             f"| {r['train_seconds']:.0f} | {len(r['cpu_affinity'])} | {r['load_average']:.1f} | {r['grad_evals']:,} "
             f"| {'-' if rhat is None else f'{rhat:.2f}'} |"
@@ -226,7 +234,14 @@ def main(argv: list[str] | None = None) -> int:
             if path.exists():
                 print(f"{process} {candidate}: done earlier", flush=True)
                 continue
-            record = run_one(process, candidate, data)
+            same = [
+                c for c in CANDIDATES if c != candidate and config_for(process, c) == config_for(process, candidate)
+            ]
+            if same and record_path(process, same[0]).exists():  # an identical configuration ran: share its record
+                record = json.loads(record_path(process, same[0]).read_text()) | {"candidate": candidate}
+                record["same_as"] = same[0]
+            else:
+                record = run_one(process, candidate, data)
             write_json(path, record)
             print(
                 f"{process} {candidate}: {record['train_seconds']:.0f} s, NLL {record['nll_log10']:.3f}, "

@@ -158,7 +158,7 @@ def proxy_features(
     return out
 
 
-def resonance_features(process: Process | str) -> list[str]:
+def resonance_features(process: Process | str, contact: float = 2.0) -> list[str]:
     """The amplitude proxy integrated over s-hat above threshold: ``lpint`` (and its helpers).
 
     ``lpint = log sum_q w_q int ds s^(-p) s beta^3 |A_q(s)|^2`` from threshold ``(|m_i| + |m_j|)^2``,
@@ -171,6 +171,9 @@ def resonance_features(process: Process | str) -> list[str]:
     (:func:`sigmabnn.data.special.threshold_integral`). Unlike the fixed-``s_eff`` proxy this
     resolves the Z resonance near threshold, where the largest cross sections are
     (``docs/nlo_research.md``, section 8). Helpers (names starting with ``_``) are not inputs.
+    ``contact`` is the factor of the neutralino pairs' contact term (``b_q = +-contact f_q(i)
+    f_q(j)``): 2 as in :func:`proxy_features`; 1 is the same term with the factor 1/2 a Fierz
+    rearrangement of the t/u-channel exchange gives, as the chargino kinds use.
     Processes with a chargino: the ``lpint`` of their own amplitudes (s-channel W or photon and
     Z, squark contact terms; :func:`sigmabnn.physics.neutralino_chargino_features.resonance_features`,
     :func:`sigmabnn.physics.chargino_pair_features.resonance_features`), built by
@@ -193,13 +196,13 @@ def resonance_features(process: Process | str) -> list[str]:
     for q, (cz, msq, weight) in CHIRALITIES.items():
         sign = 1.0 if q.endswith("L") else -1.0
         out.append(f"_a_{q}={number(cz / (2 * COS2_THETA_W))}*{zs}*{msq}**2")
-        out.append(f"_b_{q}={number(2.0 * sign)}*{squark_coupling(i, q)}*{squark_coupling(j, q)}")
+        out.append(f"_b_{q}={number(contact * sign)}*{squark_coupling(i, q)}*{squark_coupling(j, q)}")
         terms.append(f"{number(weight)}*(_a_{q}**2*_rz0+2*_a_{q}*_b_{q}*_rz1+_b_{q}**2*_rz2)")
     out.append(f"lpint=log({'+'.join(terms)}+1e-30)")
     return out
 
 
-def recommended_features(process: Process | str, resonance: bool = True) -> list[str]:
+def recommended_features(process: Process | str, resonance: bool = True, contact: float = 2.0) -> list[str]:
     """The derived features of the recommended configuration for ``process`` (``name=expression`` strings).
 
     Neutralino pairs: ``log|m|``, the couplings with their Z-squark interference
@@ -209,7 +212,8 @@ def recommended_features(process: Process | str, resonance: bool = True) -> list
     configurations measured before it existed). Processes with a chargino: ``log|m|``, their
     couplings with the Z/W-squark products (:func:`coupling_features`) and, with ``resonance``,
     ``lpint`` (:func:`resonance_features`, last); they have no fixed-``s_eff`` proxy.
+    ``contact``: the neutralino pairs' contact-term factor in ``lpint`` (:func:`resonance_features`).
     """
     proc = parse_process(process)
     out = coupling_features(proc, interference=True) + proxy_features(proc)
-    return out + resonance_features(proc) if resonance else out
+    return out + resonance_features(proc, contact) if resonance else out
