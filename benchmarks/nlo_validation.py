@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     data = selection_table()
     RECORDS_DIR.mkdir(parents=True, exist_ok=True)
-    for process in args.process or list(PROCESSES):
-        for candidate in args.candidate or list(CANDIDATES):
+    for candidate in args.candidate or list(CANDIDATES):  # candidate-major: a partial run compares on every process
+        for process in args.process or list(PROCESSES):
             path = record_path(process, candidate)
             if path.exists():
                 print(f"{process} {candidate}: done earlier", flush=True)
