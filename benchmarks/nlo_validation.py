@@ -46,7 +46,12 @@ from sigmabnn.datasets import load_ewino  # noqa: E402
 from sigmabnn.evaluate.metrics import evaluate  # noqa: E402
 from sigmabnn.evaluate.report import score_splits  # noqa: E402
 from sigmabnn.io.model_file import to_jsonable  # noqa: E402
-from sigmabnn.physics.amplitude_features import recommended_features  # noqa: E402
+from sigmabnn.physics.amplitude_features import (  # noqa: E402
+    coupling_features,
+    proxy_features,
+    recommended_features,
+    resonance_features,
+)
 from sigmabnn.physics.processes import parse_process  # noqa: E402
 from sigmabnn.workflows import nlo  # noqa: E402
 
@@ -68,15 +73,16 @@ PROCESSES: dict[str, str] = {
 SHORT = {"map_steps": 3000, "map_learning_rate": 1e-2, "num_chains": 2, "num_warmup": 100, "num_samples": 50}
 CANDIDATES: dict[str, dict[str, Any]] = {
     "short": SHORT,
-    "mid": {"map_steps": 6000, "map_learning_rate": 5e-3, "num_chains": 4, "num_warmup": 150, "num_samples": 75},
     "many_short": {**SHORT, "num_chains": 8, "num_samples": 25},
-    "half_contact": {**SHORT, "features_kind": "half_contact"},
+    "previous_features": {**SHORT, "features_kind": "previous"},
     "short_masses": {**SHORT, "features_kind": "masses"},
+    "mid": {"map_steps": 6000, "map_learning_rate": 5e-3, "num_chains": 4, "num_warmup": 150, "num_samples": 75},
 }
 """Overrides of the recommended configuration. ``features_kind``: ``"masses"``, only the ``log|m|``
-features; ``"half_contact"``, the neutralino pairs' ``lpint`` with the contact term's Fierz factor 1/2
-(:func:`~sigmabnn.physics.amplitude_features.resonance_features` ``contact=1``; the other kinds
-already have it, so there the candidate is ``short`` itself and its record is shared)."""
+features; ``"previous"``, the neutralino pairs' proxies as they were before they were re-chosen by
+cross-validation inside the training rows (``s_eff = 2 (|m_i| + |m_j|)^2 + 4e4``, contact factor 2;
+``benchmarks/nlo_proxy_cv.py``), a check at the network's level of that linear choice (the other
+kinds are unchanged, so there the candidate is ``short`` itself and its record is shared)."""
 
 
 def config_for(process: str, candidate: str) -> nlo.NLOConfig:
@@ -86,8 +92,10 @@ def config_for(process: str, candidate: str) -> nlo.NLOConfig:
     if features == "masses":
         masses = tuple(d for d in recommended_features(process) if as_derived(d).name.startswith("lam_"))
         overrides |= {"derive": masses, "baseline": ()}
-    elif features == "half_contact":
-        overrides["derive"] = tuple(recommended_features(process, contact=1.0))
+    elif features == "previous":
+        proc = parse_process(process)
+        derive = coupling_features(proc, interference=True) + proxy_features(proc, shat_factor=2.0, shat_offset=4e4)
+        overrides["derive"] = tuple(derive + resonance_features(proc, contact=2.0))
     return nlo.recommended_config(process, **overrides)
 
 

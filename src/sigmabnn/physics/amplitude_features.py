@@ -48,6 +48,9 @@ from sigmabnn.physics.processes import NEUTRALINOS, Process, parse_process
 from sigmabnn.physics.threshold_proxy import RESONANCE_LUMINOSITY_POWER, RESONANCE_SPAN
 
 __all__ = [
+    "PROXY_SHAT_FACTOR",
+    "PROXY_SHAT_OFFSET",
+    "RESONANCE_CONTACT",
     "RESONANCE_LUMINOSITY_POWER",
     "RESONANCE_SPAN",
     "coupling_features",
@@ -55,6 +58,19 @@ __all__ = [
     "recommended_features",
     "resonance_features",
 ]
+
+
+PROXY_SHAT_FACTOR = 1.0
+"""``k`` of the fixed-energy proxy's ``s_eff = k (|m_i| + |m_j|)^2 + s0`` (:func:`proxy_features`).
+
+This, :data:`PROXY_SHAT_OFFSET` and :data:`RESONANCE_CONTACT` are the variants with the best
+mean 5-fold cross-validated R^2 of a least-squares fit inside the training rows of all seven
+neutralino pairs (``benchmarks/results/nlo_proxy_cv.md``; the val and test rows are not read)."""
+PROXY_SHAT_OFFSET = 1.0e5
+"""``s0`` of the fixed-energy proxy's ``s_eff`` (GeV^2); see :data:`PROXY_SHAT_FACTOR`."""
+RESONANCE_CONTACT = 0.5
+"""The neutralino pairs' contact-term factor in ``lpint`` (:func:`resonance_features`); see
+:data:`PROXY_SHAT_FACTOR`."""
 
 
 def _neutralino_pair(process: Process | str) -> tuple[int, int] | None:
@@ -117,8 +133,8 @@ def proxy_features(
     process: Process | str,
     sign_left: int = 1,
     sign_right: int = -1,
-    shat_factor: float = 2.0,
-    shat_offset: float = 4.0e4,
+    shat_factor: float | None = None,
+    shat_offset: float | None = None,
     z_scale: float = 1.0,
     suffix: str = "",
 ) -> list[str]:
@@ -127,8 +143,9 @@ def proxy_features(
     ``la_<q> = log(|A_q|^2 + 1e-10)`` for ``q = uL, dL, uR, dR`` and
     ``lproxy = log(sum_q w_q |A_q|^2 + 1e-10)``, always last. ``A_q = c_q zs' m_sq^2 / (s_eff - m_Z^2 +
     i m_Z Gamma_Z) + sign * 2 f_q(i) f_q(j)`` with ``zs' = (N_i3 N_j3 - N_i4 N_j4) / (2 cos^2 theta_W)``
-    and ``s_eff = shat_factor (|m_i| + |m_j|)^2 + shat_offset`` (GeV^2). ``sign_left`` / ``sign_right`` fix
-    the relative sign of the squark and Z terms for left- / right-handed quarks; ``z_scale``
+    and ``s_eff = shat_factor (|m_i| + |m_j|)^2 + shat_offset`` (GeV^2; defaults
+    :data:`PROXY_SHAT_FACTOR`, :data:`PROXY_SHAT_OFFSET`). ``sign_left`` / ``sign_right`` fix the
+    relative sign of the squark and Z terms for left- / right-handed quarks; ``z_scale``
     multiplies the Z term (its normalisation relative to the squark term). ``suffix`` is appended
     to every feature name (to add proxies at several ``s_eff``). Processes
     with a chargino have no fixed-``s_eff`` proxy (an empty list); their integrated proxy is
@@ -137,6 +154,8 @@ def proxy_features(
     pair = _neutralino_pair(process)
     if pair is None:
         return []
+    shat_factor = PROXY_SHAT_FACTOR if shat_factor is None else shat_factor
+    shat_offset = PROXY_SHAT_OFFSET if shat_offset is None else shat_offset
     i, j = pair
     mz2 = MZ**2
     g2 = (MZ * GAMMA_Z) ** 2
@@ -158,7 +177,7 @@ def proxy_features(
     return out
 
 
-def resonance_features(process: Process | str, contact: float = 2.0) -> list[str]:
+def resonance_features(process: Process | str, contact: float | None = None) -> list[str]:
     """The amplitude proxy integrated over s-hat above threshold: ``lpint`` (and its helpers).
 
     ``lpint = log sum_q w_q int ds s^(-p) s beta^3 |A_q(s)|^2`` from threshold ``(|m_i| + |m_j|)^2``,
@@ -172,8 +191,10 @@ def resonance_features(process: Process | str, contact: float = 2.0) -> list[str
     resolves the Z resonance near threshold, where the largest cross sections are
     (``docs/nlo_research.md``, section 8). Helpers (names starting with ``_``) are not inputs.
     ``contact`` is the factor of the neutralino pairs' contact term (``b_q = +-contact f_q(i)
-    f_q(j)``): 2 as in :func:`proxy_features`; 1 is the same term with the factor 1/2 a Fierz
-    rearrangement of the t/u-channel exchange gives, as the chargino kinds use.
+    f_q(j)``; default :data:`RESONANCE_CONTACT`): 2 is the fixed-energy proxy's, 1 the same term
+    with the factor 1/2 of a Fierz rearrangement of the t/u-channel exchange (as the chargino kinds
+    use); a smaller value stands for the squark propagator's fall below its contact limit as
+    ``s`` nears ``m_sq^2``.
     Processes with a chargino: the ``lpint`` of their own amplitudes (s-channel W or photon and
     Z, squark contact terms; :func:`sigmabnn.physics.neutralino_chargino_features.resonance_features`,
     :func:`sigmabnn.physics.chargino_pair_features.resonance_features`), built by
@@ -185,6 +206,7 @@ def resonance_features(process: Process | str, contact: float = 2.0) -> list[str
         return module.resonance_features(proc)
     pair = _neutralino_pair(proc)
     assert pair is not None
+    contact = RESONANCE_CONTACT if contact is None else contact
     i, j = pair
     zs = f"(N{i}_3*N{j}_3-N{i}_4*N{j}_4)"
     a = f"abs(m_{i})+abs(m_{j})"
@@ -202,7 +224,7 @@ def resonance_features(process: Process | str, contact: float = 2.0) -> list[str
     return out
 
 
-def recommended_features(process: Process | str, resonance: bool = True, contact: float = 2.0) -> list[str]:
+def recommended_features(process: Process | str, resonance: bool = True, contact: float | None = None) -> list[str]:
     """The derived features of the recommended configuration for ``process`` (``name=expression`` strings).
 
     Neutralino pairs: ``log|m|``, the couplings with their Z-squark interference
