@@ -91,7 +91,8 @@ class ChainTasks:
     Attributes:
         client: a ``dask.distributed.Client``.
         chains_per_task: chains of one task (>= 1); ``None``: the chains split evenly over the
-            cluster's workers, ``ceil(C / workers)`` each.
+            workers connected when the fit starts, ``ceil(C / workers)`` each (all in one task while
+            none is connected: wait for them first, ``client.wait_for_workers``).
     """
 
     client: Any
