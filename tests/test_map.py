@@ -232,3 +232,31 @@ def test_lbfgs_needs_the_full_batch():
     config = MAPConfig(batch_size=10, lbfgs_steps=5)
     with pytest.raises(ValueError, match="full batch"):
         pretrain_map(jax.random.PRNGKey(0), bnn, data, bnn.default_hyperparameters(), config)
+
+
+def test_pieces_of_the_starts_merge_into_the_whole_run():
+    """Starts computed in pieces (``starts=``) keep their draws, keys and restarts; merged, they are the
+    whole run, gradient count included (pieces stop their vmapped loop when their own starts stop).
+
+    Up to rounding: the vmapped network is compiled for the number of starts of a piece, and XLA may
+    order its sums differently (here ~1e-13), so reals are compared to 1e-9 and integers exactly."""
+    from sigmabnn.map import merge_map_infos
+
+    data, val = linear_data(n=40), linear_data(n=20, seed=1)
+    bnn = BNN(parse_architecture("3-6-1"), GaussianPrior(1.0, 1.0), Gaussian(100.0))
+    hyper = bnn.default_hyperparameters()
+    config = MAPConfig(learning_rate=0.02, num_steps=600, patience=20, eval_every=10, lbfgs_steps=4)
+    key = jax.random.PRNGKey(2)
+    whole, info = pretrain_map(key, bnn, data, hyper, config, val, num_starts=5)
+    assert len(set(info.num_steps_run.tolist())) == 5  # the starts stop at different steps
+    pieces = [pretrain_map(key, bnn, data, hyper, config, val, 5, None, s) for s in ([0, 1], [2, 3, 4])]
+    np.testing.assert_allclose(np.concatenate([p for p, _ in pieces]), whole, rtol=1e-9, atol=1e-11)
+    merged = merge_map_infos([i for _, i in pieces])
+    for name in ("best_step", "num_steps_run", "num_retries", "polished", "rounds"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(info, name), name)
+    for name in ("loss_history", "monitor_history", "best_loss", "val_loss", "polish_loss_history"):
+        np.testing.assert_allclose(getattr(merged, name), getattr(info, name), rtol=1e-9, err_msg=name)
+    assert merged.num_grad_evals == info.num_grad_evals
+    assert sum(i.num_grad_evals for _, i in pieces) < info.num_grad_evals  # the pieces computed less
+    with pytest.raises(ValueError, match="increasing indices"):
+        pretrain_map(key, bnn, data, hyper, config, num_starts=5, starts=[3, 1])

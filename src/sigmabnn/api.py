@@ -34,6 +34,11 @@ streamed to disk chunk by chunk with a resumable state, an interruption
 there and raises :class:`~sigmabnn.io.checkpoint.TrainingInterrupted`, and
 the finished model replaces the checkpoint. :func:`resume` continues an
 interrupted run; the finished model equals that of an uninterrupted run.
+
+On a Dask cluster: ``fit(..., client=client)`` runs an MCMC fit's chains as tasks on the
+cluster's workers (:mod:`sigmabnn.train.chain_tasks`: which phases are split for which sampler),
+with the draws of the one-process fit; the data preparation, scoring and recalibration stay in
+the calling process.
 """
 
 from __future__ import annotations
@@ -96,6 +101,8 @@ def fit(
     resume: bool = False,
     recalibrate: bool | str = False,
     initial_positions: Any = None,
+    client: Any = None,
+    chains_per_task: int | None = None,
     **method_options: Any,
 ) -> tuple[FittedModel, FitReport]:
     """Fit a BNN surrogate to a table (the steps are in the module docstring).
@@ -162,6 +169,13 @@ def fit(
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
+        client: a ``dask.distributed.Client``: the chains of an MCMC fit run as tasks on its workers,
+            in blocks of ``chains_per_task`` consecutive chains (default: split evenly over the
+            workers), each block with the keys the one-process fit gives its chains, so the draws are
+            those of the fit without a client (up to floating-point rounding; what is split for which
+            sampler: :mod:`sigmabnn.train.chain_tasks`). MCMC methods only, without ``checkpoint``;
+            the data and the returned model stay in this process. ``None``: one process.
+        chains_per_task: chains of one task with a ``client`` (>= 1).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
             (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``; ``map``, the MAP
             pretraining of the chains' starts: a :class:`sigmabnn.map.MAPConfig`, a dict of
@@ -199,8 +213,9 @@ def fit(
         recalibrate=recalibrate, **method_options,
     )  # fmt: skip
     return run_fit(
-        data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions
-    )
+        data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,
+        client=client, chains_per_task=chains_per_task,
+    )  # fmt: skip
 
 
 def recalibrate(fitted: Any, data: Any, y: Any = None, **options: Any) -> Any:

@@ -38,7 +38,7 @@ end of its optimisation) is restarted from a fresh random draw, at most
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -52,7 +52,10 @@ from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 
 Array = jax.Array
 
-__all__ = ["MAPConfig", "MAPError", "MAPInfo", "cast_data", "draw_starts", "learning_rate_schedule", "pretrain_map"]
+__all__ = [
+    "MAPConfig", "MAPError", "MAPInfo", "cast_data", "draw_starts", "learning_rate_schedule", "merge_map_infos",
+    "pretrain_map",
+]  # fmt: skip
 
 _INITS = ("glorot", "prior")
 
@@ -148,6 +151,10 @@ class MAPInfo(NamedTuple):
         polish_loss_history: ``[num_starts, lbfgs_steps]`` training objective L (nats) at every
             L-BFGS iteration, or ``None`` without polishing.
         polished: ``[num_starts]`` whether the L-BFGS point replaced the Adam point, or ``None``.
+        rounds: ``[r, 2]`` int64, for the first round of starts and each round of restarts: the
+            steps the vmapped Adam loop ran and the starts it ran (it computed their product in
+            gradients), so the pieces of a run computed apart add up to the run's
+            ``num_grad_evals`` (:func:`merge_map_infos`); ``None`` where unknown.
     """
 
     loss_history: np.ndarray
@@ -160,6 +167,7 @@ class MAPInfo(NamedTuple):
     num_grad_evals: int
     polish_loss_history: np.ndarray | None = None
     polished: np.ndarray | None = None
+    rounds: np.ndarray | None = None
 
 
 class _Track(NamedTuple):
@@ -296,6 +304,7 @@ def pretrain_map(
     val_data: Data | None = None,
     num_starts: int = 1,
     initial_positions: Array | None = None,
+    starts: Sequence[int] | None = None,
 ) -> tuple[Array, MAPInfo]:
     """MAP estimates from ``num_starts`` independent starts.
 
@@ -309,9 +318,13 @@ def pretrain_map(
         num_starts: number of independent starts (one per chain).
         initial_positions: optional ``[num_starts, num_params]`` first starts;
             restarts are still random draws.
+        starts: indices (increasing) of the starts to compute, a piece of the run of ``num_starts``
+            (``None``: all). Start ``i`` gets the draws and keys it gets in the whole run, so the
+            pieces put together (:func:`merge_map_infos`) are the whole run, up to the rounding of
+            vectorised code evaluated for fewer starts at a time.
 
     Returns:
-        ``(positions [num_starts, num_params], MAPInfo)``: each start's best
+        ``(positions [k, num_params], MAPInfo)`` for the ``k`` starts computed: each start's best
         parameters (lowest monitored loss), all with finite log-posterior.
 
     Raises:
@@ -343,10 +356,14 @@ def pretrain_map(
     run = _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk)
     logpost = jax.jit(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data)))
 
-    best = [None] * num_starts
-    retries = np.zeros(num_starts, dtype=np.int64)
-    pending = np.arange(num_starts)
+    index = np.arange(num_starts) if starts is None else np.asarray(starts, dtype=np.int64)
+    if index.ndim != 1 or not index.size or np.any(np.diff(index) <= 0) or index[0] < 0 or index[-1] >= num_starts:
+        raise ValueError(f"starts must be increasing indices in 0..{num_starts - 1}, got {starts}")
+    best: dict[int, dict[str, Any]] = {}
+    retries = dict.fromkeys(index.tolist(), 0)
+    pending = index
     num_grad_evals = 0
+    rounds = []
     attempt = 0
     while pending.size:
         if attempt > config.max_retries:
@@ -357,23 +374,27 @@ def pretrain_map(
         key = jax.random.fold_in(rng_key, attempt)
         key_draw, key_run = jax.random.split(key)
         if attempt == 0 and initial_positions is not None:
-            starts = initial_positions
+            candidates = initial_positions[pending]
         else:
-            starts = draw_starts(key_draw, bnn, hyper, num_starts, config.init)[pending]
-        retries[pending] = attempt
-        ok_init = np.asarray(jnp.isfinite(logpost(starts)))
+            candidates = draw_starts(key_draw, bnn, hyper, num_starts, config.init)[pending]
+        retries.update(dict.fromkeys(pending.tolist(), attempt))
+        ok_init = np.asarray(jnp.isfinite(logpost(candidates)))
         run_idx = pending[ok_init]
+        steps_run = 0
         if run_idx.size:
             keys = jax.random.split(key_run, num_starts)[run_idx]
-            result = run(keys, starts[ok_init], num_chunks, patience)
-            num_grad_evals += int(result.pop("computed"))
+            result = run(keys, candidates[ok_init], num_chunks, patience)
+            steps_run = int(result.pop("steps_run"))
+            num_grad_evals += steps_run * int(run_idx.size)
             ok_end = np.asarray(jnp.isfinite(logpost(result["position"])))
-            for j, i in enumerate(run_idx):
+            for j, i in enumerate(run_idx.tolist()):
                 if ok_end[j]:
                     best[i] = {k: v[j] for k, v in result.items()}
-        pending = np.array([i for i in range(num_starts) if best[i] is None], dtype=np.int64)
+        rounds.append((steps_run, int(run_idx.size)))
+        pending = np.array([i for i in index.tolist() if i not in best], dtype=np.int64)
         attempt += 1
 
+    best = [best[i] for i in index.tolist()]
     positions = jnp.stack([b["position"] for b in best])
     polish_history = polished = None
     if config.lbfgs_steps > 0:
@@ -395,12 +416,47 @@ def pretrain_map(
         best_loss=np.array([b["best_loss"] for b in best]),
         val_loss=None if val_data is None else np.array([b["val_loss"] for b in best]),
         num_steps_run=np.array([b["num_steps_run"] for b in best]),
-        num_retries=retries,
+        num_retries=np.array([retries[i] for i in index.tolist()], dtype=np.int64),
         num_grad_evals=num_grad_evals,
         polish_loss_history=polish_history,
         polished=polished,
+        rounds=np.array(rounds, dtype=np.int64).reshape(-1, 2),
     )
     return positions, info
+
+
+def merge_map_infos(pieces: Sequence[MAPInfo]) -> MAPInfo:
+    """The :class:`MAPInfo` of a run from those of its pieces (:func:`pretrain_map` ``starts``), in start order.
+
+    Per-start records are concatenated (histories NaN-padded to the longest); ``num_grad_evals`` is
+    what the whole run computes: in each round its vmapped loop runs as long as the longest of the
+    pieces' loops, for all their starts; the L-BFGS evaluations add up. Every piece needs ``rounds``.
+    """
+    if not pieces:
+        raise ValueError("no MAP pieces to merge")
+    if any(p.rounds is None for p in pieces):
+        raise ValueError("MAP pieces without their rounds cannot be merged")
+
+    def stack(name: str) -> np.ndarray | None:
+        arrays = [getattr(p, name) for p in pieces]
+        if any(a is None for a in arrays):
+            return None
+        width = max(a.shape[1] for a in arrays) if arrays[0].ndim == 2 else None
+        if width is not None:
+            arrays = [np.pad(a.astype(float), ((0, 0), (0, width - a.shape[1])), constant_values=np.nan)
+                      if a.shape[1] < width else a for a in arrays]  # fmt: skip
+        return np.concatenate(arrays)
+
+    n_rounds = max(p.rounds.shape[0] for p in pieces)
+    padded = np.stack([np.pad(p.rounds, ((0, n_rounds - p.rounds.shape[0]), (0, 0))) for p in pieces])
+    rounds = np.stack([padded[:, :, 0].max(axis=0), padded[:, :, 1].sum(axis=0)], axis=1)
+    adam = [int(np.sum(p.rounds[:, 0] * p.rounds[:, 1])) for p in pieces]
+    lbfgs = sum(int(p.num_grad_evals) - a for p, a in zip(pieces, adam, strict=True))
+    return MAPInfo(
+        **{name: stack(name) for name in MAPInfo._fields if name not in ("num_grad_evals", "rounds")},
+        num_grad_evals=int(np.sum(rounds[:, 0] * rounds[:, 1])) + lbfgs,
+        rounds=rounds.astype(np.int64),
+    )
 
 
 def _build_polisher(bnn, data, hyper, config, val_data):
@@ -548,7 +604,6 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
         loss_hist = np.concatenate(losses, axis=1)[:, :steps_run] if losses else np.zeros((k, 0))
         loss_hist = np.where(np.arange(loss_hist.shape[1])[None, :] < stop_step[:, None], loss_hist, np.nan)
         mon_hist = np.stack(monitors, axis=1)
-        computed = steps_run * k
         val = None if val_all is None else np.asarray(val_all(track.best_position))
         out = {
             "position": track.best_position,
@@ -557,7 +612,7 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             "best_step": np.asarray(track.best_step),
             "best_loss": np.asarray(track.best_loss),
             "num_steps_run": stop_step,
-            "computed": computed,
+            "steps_run": steps_run,
             "val_loss": np.zeros(starts.shape[0]) if val is None else val,
         }
         return out

@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 REPORT = "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
 HELP = """
 from sigmabnn.cli.main import main
-for argv in (['--help'], ['train-all', '--help'], ['predict', '--help']):
+for argv in (['--help'], ['train', '--help'], ['train-all', '--help'], ['predict', '--help']):
     try:
         main(argv)
     except SystemExit:

@@ -17,8 +17,8 @@ LOCAL = "local"
 """``--dask`` without an address: a local cluster (same value as :data:`sigmabnn.distributed.cluster.LOCAL`)."""
 
 
-def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
-    """Add ``--dask [ADDRESS]`` (``what`` says what becomes a task) and ``--workers N``."""
+def add_arguments(p: argparse.ArgumentParser, what: str) -> Any:
+    """Add ``--dask [ADDRESS]`` (``what`` says what becomes a task) and ``--workers N``; returns their group."""
     g = p.add_argument_group("Dask cluster")
     g.add_argument(
         "--dask",
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
         metavar="N",
         help="worker processes of the local cluster --dask starts (default: one per core)",
     )
+    return g
 
 
 @contextlib.contextmanager

@@ -5,6 +5,10 @@ Ctrl-C (SIGINT) or SIGTERM leaves a partial model there, holding the draws so
 far and the resumable state, and exits with 130 (SIGINT) or 143 (SIGTERM);
 ``sigmabnn train --resume MODEL`` continues the run to the model an
 uninterrupted run would have written.
+
+With ``--dask [ADDRESS]`` the chains of an MCMC fit run as tasks on a Dask cluster
+(:mod:`sigmabnn.train.chain_tasks`) and give the model of the one-process run; such a run is
+not checkpointed (an interruption leaves nothing), so ``--resume`` does not go with it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sigmabnn import interrupts
-from sigmabnn.cli import common
+from sigmabnn.cli import common, dask_options
 from sigmabnn.errors import InputError
 from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS, VI_METHODS
 
@@ -27,7 +31,8 @@ DESCRIPTION = (
     "Fit a Bayesian neural network to the columns of a CSV or Parquet table and save it as a model file. "
     "Defaults: NUTS with 4 chains, MAP pretraining, warm-up and draws scaled to the data, the noise precision "
     "learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding the draws so "
-    "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given."
+    "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given. "
+    "With --dask the chains run as tasks on a Dask cluster and give the model of the one-process run."
 )
 
 
@@ -180,6 +185,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "leave-one-out PIT (loo; PSIS, MCMC only) or both",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
+    g = dask_options.add_arguments(
+        p, "the chains of the fit (MCMC methods; the model of a one-process run, not checkpointed)"
+    )
+    g.add_argument(
+        "--chains-per-task",
+        type=common.positive_int,
+        metavar="N",
+        help="chains of one task with --dask (default: the chains split evenly over the workers)",
+    )
 
 
 def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -308,7 +322,38 @@ def use_process(args: argparse.Namespace, data: Any) -> None:
         args.split_column = SPLIT_COLUMN
 
 
+def _check_dask(args: argparse.Namespace) -> None:
+    """Bad combinations of ``--dask`` with other options, before any cluster starts."""
+    if args.dask is None:
+        if args.chains_per_task is not None:
+            raise InputError("--chains-per-task needs --dask")
+        return
+    if args.resume is not None:
+        raise InputError("--resume continues a checkpointed run in one process; drop --dask")
+    from sigmabnn.train.chain_tasks import check_runnable
+
+    check_runnable(args.method or DEFAULT_METHOD)
+
+
+def _fit(args: argparse.Namespace, data: Any, out: Any) -> tuple[Any, Any]:
+    """The fit of the parsed options: in this process (checkpointed in ``out``), or its chains on a Dask cluster."""
+    from sigmabnn import api
+
+    spec = fit_spec(args)
+    if args.dask is None:
+        return api.run_fit(data, spec, progress=not args.quiet, checkpoint=out)
+    from sigmabnn.io.model_file import save_model
+
+    with dask_options.client_for(args) as client:
+        fitted, report = api.run_fit(
+            data, spec, progress=not args.quiet, client=client, chains_per_task=args.chains_per_task
+        )
+    save_model(fitted, out)
+    return fitted, report
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_dask(args)
     if args.resume is not None:
         if args.out is not None and str(args.out) != str(args.resume):
             raise InputError("--resume continues the model it names; drop --out")
@@ -343,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
             if args.resume is not None:
                 fitted, report = api.resume(out, data, progress=not args.quiet, **resume_kwargs(args))
             else:
-                fitted, report = api.run_fit(data, fit_spec(args), progress=not args.quiet, checkpoint=out)
+                fitted, report = _fit(args, data, out)
     except TrainingInterrupted as stop:
         t = stop.training
         print(

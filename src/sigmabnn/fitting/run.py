@@ -67,9 +67,12 @@ def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any]
 
 def _train(
     spec: FitSpec, trainer: Trainer, bnn: BNN, data: PreparedData, progress: bool, checkpoint: Any, resume: bool,
-    fit_args: dict[str, Any] | None, settings: dict[str, Any], starts: np.ndarray | None = None,
+    fit_args: dict[str, Any] | None, settings: dict[str, Any], starts: np.ndarray | None = None, tasks: Any = None,
 ) -> Trained:  # fmt: skip
-    """Train, in a checkpoint for an MCMC run with a ``checkpoint`` path; an interruption leaves a partial model."""
+    """Train, in a checkpoint for an MCMC run with a ``checkpoint`` path; an interruption leaves a partial model.
+
+    ``tasks``: a :class:`~sigmabnn.train.chain_tasks.ChainTasks` (MCMC chains on a Dask cluster), or ``None``.
+    """
     ckpt = None
     try:
         if (
@@ -77,7 +80,8 @@ def _train(
         ):  # created once the arguments are known to be good
             t = data.table
             ckpt = checkpointing.open_checkpoint(checkpoint, resume, fit_args, t.fingerprint, data.source)
-        return trainer.train(jax.random.key(spec.seed), bnn, data, progress=progress, checkpoint=ckpt, starts=starts)
+        key = jax.random.key(spec.seed)
+        return trainer.train(key, bnn, data, progress=progress, checkpoint=ckpt, starts=starts, tasks=tasks)
     except KeyboardInterrupt as err:
         if ckpt is None:
             raise
@@ -137,7 +141,7 @@ def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, 
 
 def run_fit(
     data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False,
-    initial_positions: Any = None,
+    initial_positions: Any = None, client: Any = None, chains_per_task: int | None = None,
 ) -> tuple[FittedModel, FitReport]:  # fmt: skip
     """Fit the BNN of ``spec`` to ``data`` (a path or a DataFrame): the stages of the module docstring.
 
@@ -145,11 +149,22 @@ def run_fit(
     continue the interrupted run there. ``initial_positions``: ``[k, d]`` starting weights, one
     row per MCMC chain (the starts of its MAP pretraining) or ensemble member (e.g. an earlier
     fit's, :func:`sigmabnn.fitted.FittedModel` ``draws``, to refit on more rows); not for VI.
+    ``client``: a ``dask.distributed.Client``: an MCMC fit's chains run as tasks on its cluster,
+    ``chains_per_task`` chains each (default: split evenly over the workers), with the draws of
+    the one-process fit (:mod:`sigmabnn.train.chain_tasks`); not with ``checkpoint``.
     Returns ``(fitted, report)`` (the report is also ``fitted.diagnostics``, as JSON).
     """
     t_start = time.perf_counter()
     if resume and checkpoint is None:
         raise InputError("resume=True needs the checkpoint (model path) to resume")
+    tasks = None
+    if client is not None:
+        from sigmabnn.train.chain_tasks import ChainTasks, check_runnable
+
+        check_runnable(spec.method.name, checkpoint=checkpoint is not None, resume=resume)
+        tasks = ChainTasks(client, chains_per_task)
+    elif chains_per_task is not None:
+        raise InputError("chains_per_task needs a Dask client (client=, --dask)")
     fit_args = spec.to_json() if checkpoint is not None else None
     prepared = prepare_data(data, spec)
     num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
@@ -159,7 +174,7 @@ def run_fit(
     starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
     settings = _settings(spec, bnn)
     t_fit = time.perf_counter()
-    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings, starts)
+    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings, starts, tasks)
     timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
     domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,

@@ -5,7 +5,9 @@ the draws (host arrays), the method's typed info, its summary for the report, th
 model file records, the adapted sampler parameters and the wall times of its phases.
 
 - :class:`MCMCTrainer`: :func:`sigmabnn.train.fit_mcmc` (MAP starts, warm-up, sampling; a
-  checkpoint streams the draws to disk). A ``hetero_student_t`` likelihood's chains start where
+  checkpoint streams the draws to disk), or with :class:`~sigmabnn.train.chain_tasks.ChainTasks`
+  its chains as tasks on a Dask cluster (:func:`sigmabnn.train.chain_tasks.fit_mcmc_tasks`, the
+  same draws). A ``hetero_student_t`` likelihood's chains start where
   :func:`sigmabnn.scale_head.scale_head_starts` puts them (key ``fold_in(key, 1)``).
 - :class:`VITrainer`: :func:`sigmabnn.vi.fit_vi` (Bayes by Backprop or Flipout).
 - :class:`EnsembleTrainer`: :func:`sigmabnn.ensemble.fit_ensemble`.
@@ -74,15 +76,21 @@ class Trainer(Protocol):
 
     def train(
         self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
-        starts: np.ndarray | None = None,
+        starts: np.ndarray | None = None, tasks: Any = None,
     ) -> Trained:  # fmt: skip
         """Train ``bnn`` on ``data`` from ``rng_key`` (``checkpoint``: an open run store or ``None``;
-        ``starts``: ``[k, d]`` initial positions, one per chain or member, or ``None``)."""
+        ``starts``: ``[k, d]`` initial positions, one per chain or member, or ``None``; ``tasks``: a
+        :class:`~sigmabnn.train.chain_tasks.ChainTasks` running MCMC chains on a Dask cluster, or ``None``)."""
         ...
 
 
 def _input_error(err: ValueError) -> InputError:
     return err if isinstance(err, InputError) else InputError(" ".join(str(err).split()))
+
+
+def _no_tasks(tasks: Any, what: str) -> None:
+    if tasks is not None:
+        raise InputError(f"only MCMC chains run as Dask tasks: {what} is fitted in one process")
 
 
 def _draw_means(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> np.ndarray:
@@ -139,7 +147,7 @@ class MCMCTrainer:
 
     def train(
         self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
-        starts: np.ndarray | None = None,
+        starts: np.ndarray | None = None, tasks: Any = None,
     ) -> Trained:  # fmt: skip
         config = self.config
         try:
@@ -149,13 +157,28 @@ class MCMCTrainer:
                 and (checkpoint is None or checkpoint.load_arrays("map") is None)
             ):
                 map_config = config.map if config.map is not None else self.default_map
-                starts, _ = scale_head_starts(
-                    jax.random.fold_in(rng_key, 1), bnn, data.train_data, map_config, config.num_chains, data.val_data
-                )
-            draws, info = fit_mcmc(
-                rng_key, bnn, data.train_data, config, val_data=data.val_data, progress=progress,
-                checkpoint=checkpoint, chunk_size=chunk_size(checkpoint), initial_positions=starts,
-            )  # fmt: skip
+                if tasks is None:
+                    starts, _ = scale_head_starts(
+                        jax.random.fold_in(rng_key, 1), bnn, data.train_data, map_config, config.num_chains,
+                        data.val_data,
+                    )  # fmt: skip
+                else:
+                    from sigmabnn.train.chain_tasks import scale_head_starts_on
+
+                    starts = scale_head_starts_on(tasks, rng_key, bnn, data.train_data, config, map_config,
+                                                  data.val_data)  # fmt: skip
+            if tasks is None:
+                draws, info = fit_mcmc(
+                    rng_key, bnn, data.train_data, config, val_data=data.val_data, progress=progress,
+                    checkpoint=checkpoint, chunk_size=chunk_size(checkpoint), initial_positions=starts,
+                )  # fmt: skip
+            else:
+                from sigmabnn.train.chain_tasks import fit_mcmc_tasks
+
+                draws, info = fit_mcmc_tasks(
+                    tasks, rng_key, bnn, data.train_data, config, val_data=data.val_data, progress=progress,
+                    chunk_size=chunk_size(None), initial_positions=starts,
+                )  # fmt: skip
         except ValueError as err:
             raise _input_error(err) from None
         draws = jax.device_get(draws)
@@ -183,8 +206,9 @@ class VITrainer:
 
     def train(
         self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
-        starts: np.ndarray | None = None,
+        starts: np.ndarray | None = None, tasks: Any = None,
     ) -> Trained:  # fmt: skip
+        _no_tasks(tasks, "VI")
         if starts is not None:
             raise InputError("initial positions are for MCMC and ensemble fits; VI starts from its prior")
         t0 = time.perf_counter()
@@ -212,8 +236,9 @@ class EnsembleTrainer:
 
     def train(
         self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
-        starts: np.ndarray | None = None,
+        starts: np.ndarray | None = None, tasks: Any = None,
     ) -> Trained:  # fmt: skip
+        _no_tasks(tasks, "an ensemble")
         try:
             draws, info = fit_ensemble(
                 rng_key, bnn, data.train_data, self.config, val_data=data.val_data, initial_positions=starts

@@ -15,10 +15,15 @@ Every chain carries a :class:`ChainState` (kernel state, the parameters ``hyper`
 log-density is conditioned on, adaptation state), and an iteration of a chain is recorded
 as an :class:`IterationInfo`. The iteration is one function for warm-up and sampling: its
 *stage* (:data:`STAGE_FAST`, :data:`STAGE_SLOW`, :data:`STAGE_FROZEN`) says what is adapted.
+
+Chain ``c`` of a run of ``C`` chains draws its random numbers from ``split(key, C)[c]`` of
+the run's keys, whatever runs it: a device of a mesh, or a task holding a :class:`ChainBlock`
+of the chains (:func:`chain_keys`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -140,19 +145,81 @@ class SamplingAlgorithm(NamedTuple):
     an algorithm whose chains share their adaptation reduces over it.
 
     Attributes:
-        init: ``(rng_key, positions [C, d], hyper [C, ...], logdensity_fn) -> ChainState [C]``.
+        init: ``(keys [C], positions [C, d], hyper [C, ...], logdensity_fn) -> ChainState [C]``, chain
+            ``c`` starting with its own key ``keys[c]``.
         step: ``(iteration: Iteration, chains: ChainState [c], logdensity_fn, gibbs_fn, axis_name)
             -> (ChainState [c], IterationInfo [c])``: one iteration of the device's ``c`` chains
             (kernel step with ``hyper`` fixed, Gibbs update of ``hyper``, adaptation by ``stage``).
             Only ``lax`` control flow; jitted by the runner inside its chunk function.
         finalize: ``ChainState [C] -> ChainState [C]``, once at the end of warm-up.
         adapted: ``ChainState [C] -> NamedTuple`` of the tuned parameters, fields ``[C, ...]``.
+        shared_adaptation: the chains adapt together (statistics across the chains in ``init``
+            and in warm-up iterations; ChEES-HMC): a block of the chains cannot be started or
+            warmed up apart from the others. Sampling iterations (stage frozen) are per chain for
+            every algorithm.
     """
 
     init: Callable
     step: Callable
     finalize: Callable
     adapted: Callable
+    shared_adaptation: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainBlock:
+    """Chains ``start .. start + size - 1`` of a run of ``total`` chains: a piece of the run done apart.
+
+    Its chains use the keys of those chains in the whole run (:meth:`keys`, :func:`chain_keys`), so a
+    run cut into blocks draws what the whole run draws (up to the rounding of vectorised code, which
+    can differ with the number of chains evaluated together).
+
+    Attributes:
+        start: index of the first chain (>= 0).
+        size: number of chains (>= 1).
+        total: chains of the whole run (>= ``start + size``).
+    """
+
+    start: int
+    size: int
+    total: int
+
+    def __post_init__(self) -> None:
+        for name in ("start", "size", "total"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        if self.start < 0 or self.size < 1 or self.start + self.size > self.total:
+            raise ValueError(f"a block of chains needs 0 <= start < start + size <= total, got {self}")
+
+    @classmethod
+    def whole(cls, num_chains: int) -> ChainBlock:
+        """All ``num_chains`` chains of a run."""
+        return cls(0, num_chains, num_chains)
+
+    @property
+    def stop(self) -> int:
+        """One past the last chain's index."""
+        return self.start + self.size
+
+    @property
+    def is_whole(self) -> bool:
+        """Whether the block is the whole run."""
+        return self.size == self.total
+
+    def keys(self, key: Array) -> Array:
+        """``[size]`` keys of the block's chains: ``split(key, total)[start : stop]``."""
+        return jax.random.split(key, self.total)[self.start : self.stop]
+
+    def take(self, tree: Any) -> Any:
+        """Every leaf's rows ``start : stop`` along its leading (chain) axis."""
+        return jax.tree_util.tree_map(lambda a: a[self.start : self.stop], tree)
+
+
+def blocks_of(num_chains: int, chains_per_block: int) -> tuple[ChainBlock, ...]:
+    """``num_chains`` cut into consecutive blocks of ``chains_per_block`` chains (the last one may be smaller)."""
+    if int(chains_per_block) < 1:
+        raise ValueError(f"chains per block must be >= 1, got {chains_per_block}")
+    n, k = int(num_chains), int(chains_per_block)
+    return tuple(ChainBlock(s, min(k, n - s), n) for s in range(0, n, k))
 
 
 def conditioned(logdensity_fn: Callable, hyper: Any) -> Callable[[Array], Array]:
@@ -165,15 +232,24 @@ def broadcast_chains(tree: Any, num_chains: int) -> Any:
     return jax.tree_util.tree_map(lambda a: jnp.broadcast_to(jnp.asarray(a), (num_chains,) + jnp.shape(a)), tree)
 
 
-def chain_keys(iteration_key: Array, local: int, num_devices: int) -> tuple[Array, Array]:
+def chain_keys(
+    iteration_key: Array, local: int, num_devices: int, block: ChainBlock | None = None
+) -> tuple[Array, Array]:
     """``(step_keys, end_keys)``, each ``[local]``: the keys of this device's chains at one iteration.
 
-    Chain ``c`` of all ``C = local * num_devices`` chains uses ``split(iteration_key, C)[c]``
-    whichever device runs it (with several devices, inside ``shard_map``, this device's chains
-    are a contiguous block of the global index), folded with 0 for its transition and 1 for a
-    window end.
+    Chain ``c`` of all ``C`` chains of the run uses ``split(iteration_key, C)[c]`` whichever device
+    runs it (with several devices, inside ``shard_map``, this device's chains are a contiguous
+    block of the global index) and whichever :class:`ChainBlock` of the run it belongs to (``block``
+    the chains ``local * num_devices`` of this computation are; ``None``: the whole run), folded
+    with 0 for its transition and 1 for a window end.
     """
-    keys = jax.random.split(iteration_key, local * num_devices)
+    block = ChainBlock.whole(local * num_devices) if block is None else block
+    if block.size != local * num_devices:
+        raise ValueError(f"the block holds {block.size} chains, the computation {local * num_devices}")
+    keys = jax.random.split(iteration_key, block.total)
     if num_devices > 1:
-        keys = jax.lax.dynamic_slice_in_dim(keys, jax.lax.axis_index(CHAIN_AXIS) * local, local)
+        offset = block.start + jax.lax.axis_index(CHAIN_AXIS) * local
+        keys = jax.lax.dynamic_slice_in_dim(keys, offset, local)
+    elif not block.is_whole:
+        keys = keys[block.start : block.stop]
     return jax.vmap(lambda k: jax.random.fold_in(k, 0))(keys), jax.vmap(lambda k: jax.random.fold_in(k, 1))(keys)

@@ -414,7 +414,11 @@ def algorithm(
         hmc.build_kernel(divergence_threshold=divergence_threshold),
     )
     return SamplingAlgorithm(
-        functools.partial(_init, settings), functools.partial(_step, settings), finalize, adapted_parameters
+        functools.partial(_init, settings),
+        functools.partial(_step, settings),
+        finalize,
+        adapted_parameters,
+        shared_adaptation=True,
     )
 
 
@@ -429,8 +433,8 @@ class _Settings(NamedTuple):
     one_step: Callable  # HMC transition, used with one leapfrog step by the step-size heuristic
 
 
-def _init(settings: _Settings, rng_key: Array, positions: Array, hyper: Any, logdensity_fn: Callable) -> ChainState:
-    """``ChainState [C]`` with identical copies of the shared adaptation state."""
+def _init(settings: _Settings, keys: Array, positions: Array, hyper: Any, logdensity_fn: Callable) -> ChainState:
+    """``ChainState [C]`` with identical copies of the shared adaptation state (chain ``c``: key ``keys[c]``)."""
 
     def start_one(rng_key, position, hyper):
         ld = conditioned(logdensity_fn, hyper)
@@ -444,7 +448,7 @@ def _init(settings: _Settings, rng_key: Array, positions: Array, hyper: Any, log
 
     num_chains, d = positions.shape
     dtype = positions.dtype
-    states, eps = jax.vmap(start_one)(jax.random.split(rng_key, num_chains), positions, hyper)
+    states, eps = jax.vmap(start_one)(keys, positions, hyper)
     eps = jnp.min(eps)
     t0 = eps * settings.initial_num_steps
     shared = ChEESAdaptationState(

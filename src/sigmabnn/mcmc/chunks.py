@@ -18,7 +18,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from sigmabnn import interrupts
-from sigmabnn.mcmc.algorithm import STAGE_FROZEN, ChainState, Iteration, SamplingAlgorithm, chain_keys
+from sigmabnn.mcmc.algorithm import STAGE_FROZEN, ChainBlock, ChainState, Iteration, SamplingAlgorithm, chain_keys
 from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.parallel import AXIS as CHAIN_AXIS
 
@@ -26,7 +26,11 @@ Array = jax.Array
 
 
 def make_chunk_fn(
-    algorithm: SamplingAlgorithm, logdensity_fn: Callable, gibbs_fn: Callable | None = None, mesh: Any = None
+    algorithm: SamplingAlgorithm,
+    logdensity_fn: Callable,
+    gibbs_fn: Callable | None = None,
+    mesh: Any = None,
+    block: ChainBlock | None = None,
 ) -> Callable:
     """The jitted chunk function shared by warm-up and sampling.
 
@@ -38,7 +42,9 @@ def make_chunk_fn(
 
     With a ``mesh`` (:func:`sigmabnn.parallel.chain_mesh`) the chains (leading axis of every leaf)
     and the outputs' chain axis are split along its axis (``shard_map``): each device runs its
-    share of the chains, and chain ``c`` still uses key ``split(fold_in(run_key, t), C)[c]``.
+    share of the chains, and chain ``c`` still uses key ``split(fold_in(run_key, t), C)[c]``. With a
+    ``block`` (:class:`~sigmabnn.mcmc.algorithm.ChainBlock`) the chains are that block of a run of
+    ``block.total`` chains and use that run's keys.
     """
     num_devices = 1 if mesh is None else int(mesh.size)
     axis_name = None if mesh is None else CHAIN_AXIS
@@ -47,7 +53,7 @@ def make_chunk_fn(
         run_key, chains = carry
         index, stage, is_end, active = xs
         key = jax.random.fold_in(run_key, index)
-        step_keys, end_keys = chain_keys(key, chains.kernel_state.position.shape[0], num_devices)
+        step_keys, end_keys = chain_keys(key, chains.kernel_state.position.shape[0], num_devices, block)
         iteration = Iteration(index, key, step_keys, end_keys, stage, is_end)
 
         def run(chains):

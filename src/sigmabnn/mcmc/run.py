@@ -18,6 +18,12 @@ chunk's kept draws (and warm-up records) and the chains' complete state (kernel 
 hyperparameters, adaptation state) with the number of iterations done. Iteration ``t`` of a
 phase uses ``fold_in(phase_key, t)``, so a run resumed from a commit continues with exactly the
 keys, and the states, of an uninterrupted run: the draws are bit-identical.
+
+A run can also be done in pieces (:class:`~sigmabnn.mcmc.algorithm.ChainBlock`): ``sample(...,
+block=b)`` runs chains ``b.start .. b.stop - 1`` of a run of ``b.total`` chains with that run's
+keys. An algorithm whose chains adapt together (ChEES-HMC) is warmed up whole by
+:func:`warm_up`; its blocks then resume from the warmed-up chains
+(``store=MemoryStore(commit=...)``), since sampling iterations are per chain.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import numpy as np
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc.algorithm import (
     STAGE_FROZEN,
+    ChainBlock,
     ChainState,
     IterationInfo,
     SampleInfo,
@@ -56,7 +63,10 @@ from sigmabnn.parallel import chain_mesh
 
 Array = jax.Array
 
-__all__ = ["MCMCResult", "MemoryStore", "RunConfig", "RunStore", "SampleInfo", "WarmupInfo", "sample"]
+__all__ = [
+    "ChainBlock", "MCMCResult", "MemoryStore", "RunConfig", "RunStore", "SampleInfo", "WarmUp", "WarmupInfo",
+    "sample", "warm_up",
+]  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,17 +130,112 @@ class MCMCResult(NamedTuple):
     warmup_info: IterationInfo
 
 
+class WarmUp(NamedTuple):
+    """The chains at the end of warm-up (:func:`warm_up`), where sampling starts.
+
+    Attributes:
+        iteration: warm-up iterations done (``RunConfig.num_warmup``).
+        state: the chains' state as a commit holds it (``state.<i>`` leaves ``[C, ...]``, NumPy), before
+            the algorithm's ``finalize``: ``sample(..., store=MemoryStore(commit=(iteration, state)))``
+            (or, for chains ``b``, the state's rows ``b.take(state)`` with ``block=b``) samples from it.
+        warmup_info: :data:`~sigmabnn.mcmc.algorithm.WarmupInfo`, fields ``[C, num_warmup]`` (NumPy).
+    """
+
+    iteration: int
+    state: dict[str, np.ndarray]
+    warmup_info: IterationInfo
+
+
 @functools.lru_cache(maxsize=2)
 def _jitted_functions(
-    algorithm: SamplingAlgorithm, logdensity_fn: Callable, gibbs_fn: Callable | None, mesh: Any
+    algorithm: SamplingAlgorithm, logdensity_fn: Callable, gibbs_fn: Callable | None, mesh: Any, block: ChainBlock
 ) -> tuple[Callable, Callable]:
     """The jitted init and chunk functions of a run, kept for the next run with the same functions and mesh.
 
     A run that is interrupted and resumed in the same process, or repeated, then reuses the compiled
-    code. At most two are kept (with the log-density closures, hence their data, alive).
+    code. At most two are kept (with the log-density closures, hence their data, alive). ``init_fn``
+    takes the run's init key; the chains of ``block`` start with their keys in the whole run.
     """
-    init_fn = jax.jit(lambda key, positions, hyper: algorithm.init(key, positions, hyper, logdensity_fn))
-    return init_fn, make_chunk_fn(algorithm, logdensity_fn, gibbs_fn, mesh)
+    init_fn = jax.jit(lambda key, positions, hyper: algorithm.init(block.keys(key), positions, hyper, logdensity_fn))
+    return init_fn, make_chunk_fn(algorithm, logdensity_fn, gibbs_fn, mesh, None if block.is_whole else block)
+
+
+class _Run(NamedTuple):
+    """The pieces of one run that :func:`sample` and :func:`warm_up` share."""
+
+    init_fn: Callable
+    chunk_fn: Callable
+    keys: tuple[Array, Array, Array]  # init, warm-up, sampling
+    init_args: tuple
+    chunk: int
+    chain_shapes: Any
+    out_shapes: Any
+
+
+def _setup(
+    rng_key: Array, algorithm: SamplingAlgorithm, logdensity_fn: Callable, initial_positions: Array,
+    initial_hyper: Any, config: RunConfig, gibbs_fn: Callable | None, block: ChainBlock | None,
+) -> _Run:  # fmt: skip
+    positions = _check_positions(initial_positions)
+    if gibbs_fn is not None and initial_hyper is None:
+        raise ValueError("gibbs_fn needs initial_hyper (the hyperparameters it updates)")
+    num_chains = int(positions.shape[0])
+    block = ChainBlock.whole(num_chains) if block is None else block
+    if block.size != num_chains:
+        raise ValueError(f"the block holds {block.size} chains, initial_positions {num_chains}")
+    mesh = chain_mesh(num_chains) if config.split_chains else None
+    init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
+    hyper = broadcast_chains(initial_hyper, num_chains)
+    key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
+    chunk = max(1, min(config.chunk_size, max(config.num_warmup, config.num_samples * config.thin)))
+    chain_shapes = jax.eval_shape(init_fn, key_init, positions, hyper)
+    schedule = (np.zeros(chunk, np.int32), np.zeros(chunk, np.int32), np.zeros(chunk, bool), np.zeros(chunk, bool))
+    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *schedule)[1]
+    return _Run(init_fn, chunk_fn, (key_init, key_warmup, key_sample), (key_init, positions, hyper), chunk,
+                chain_shapes, out_shapes)  # fmt: skip
+
+
+def _run_warmup(
+    run: _Run, config: RunConfig, chains: ChainState, done: int, store: RunStore, snapshot: Callable, bar: Any
+) -> ChainState:
+    """The warm-up iterations from ``done`` on, each chunk's records written to ``store`` and committed."""
+
+    def warmup_chunk(stop, chains, piece, first):
+        write_piece(store, "warmup", first, piece[2])
+        store.commit(stop, snapshot(chains))
+
+    windows = (config.initial_buffer, config.final_buffer, config.first_window)
+    stage, is_end = adapt.window_schedule(config.num_warmup, *windows)
+    return run_chunks(run.chunk_fn, run.keys[1], chains, stage, is_end, run.chunk, warmup_chunk, bar=bar, start=done)
+
+
+def warm_up(
+    rng_key: Array,
+    algorithm: SamplingAlgorithm,
+    logdensity_fn: Callable[[Array, Any], Array],
+    initial_positions: Array,
+    initial_hyper: Any = None,
+    config: RunConfig = RunConfig(),
+    *,
+    gibbs_fn: Callable[[Array, Array, Any], Any] | None = None,
+    progress: bool = True,
+) -> WarmUp:
+    """Start and warm up all ``C`` chains exactly as :func:`sample` does before its sampling phase.
+
+    Arguments as :func:`sample`. The returned :class:`WarmUp` holds the chains where sampling starts:
+    ``sample`` with the same arguments and ``store=MemoryStore(commit=(w.iteration, w.state))`` gives
+    the draws of the uninterrupted run, and so do its blocks (``block=b``, initial positions ``b.take``
+    of these, ``store=MemoryStore(commit=(w.iteration, b.take(w.state)))``) put together.
+    """
+    run = _setup(rng_key, algorithm, logdensity_fn, initial_positions, initial_hyper, config, gibbs_fn, None)
+    store = MemoryStore()
+    store.allocate(store_specs(run.out_shapes, config.num_warmup, 0))
+    chains = run.init_fn(*run.init_args)
+    bar = ProgressBar(config.num_warmup, "warmup", enabled=progress)
+    if config.num_warmup:
+        chains = _run_warmup(run, config, chains, 0, store, lambda chains: {}, bar)
+    bar.close()
+    return WarmUp(config.num_warmup, state_arrays(chains), read_records(store, "warmup"))
 
 
 def sample(
@@ -144,6 +249,7 @@ def sample(
     gibbs_fn: Callable[[Array, Array, Any], Any] | None = None,
     store: RunStore | None = None,
     progress: bool = True,
+    block: ChainBlock | None = None,
 ) -> MCMCResult:
     """Warm up and sample ``C`` chains of ``logdensity_fn(position, hyper)`` with ``algorithm``.
 
@@ -164,39 +270,33 @@ def sample(
             result's draws and records are the store's arrays (NumPy, possibly memory-mapped),
             not JAX arrays.
         progress: progress bar on stderr (only when it is a terminal).
+        block: the chains of ``initial_positions`` are this :class:`~sigmabnn.mcmc.algorithm.ChainBlock`
+            of a run of ``block.total`` chains and use its keys (``None``: the whole run). An algorithm
+            whose chains adapt together (``shared_adaptation``) samples a block only from a store
+            holding warmed-up chains (:func:`warm_up`).
 
     Returns:
         :class:`MCMCResult`.
     """
-    positions = _check_positions(initial_positions)
-    if gibbs_fn is not None and initial_hyper is None:
-        raise ValueError("gibbs_fn needs initial_hyper (the hyperparameters it updates)")
-    num_chains = int(positions.shape[0])
-    mesh = chain_mesh(num_chains) if config.split_chains else None
-    init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh)
-    hyper = broadcast_chains(initial_hyper, num_chains)
-    key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
-
+    run = _setup(rng_key, algorithm, logdensity_fn, initial_positions, initial_hyper, config, gibbs_fn, block)
+    _, _, key_sample = run.keys
     num_warmup, num_samples, thin = config.num_warmup, config.num_samples, config.thin
     num_iterations = num_samples * thin
     total = num_warmup + num_iterations
-    chunk = max(1, min(config.chunk_size, max(num_warmup, num_iterations)))
-    chain_shapes = jax.eval_shape(init_fn, key_init, positions, hyper)
-    schedule = (np.zeros(chunk, np.int32), np.zeros(chunk, np.int32), np.zeros(chunk, bool), np.zeros(chunk, bool))
-    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *schedule)[1]
     in_memory = store is None
     store = MemoryStore() if store is None else store
     snapshot = (lambda chains: {}) if in_memory else state_arrays  # the memory store keeps no commits
-    store.allocate(store_specs(out_shapes, num_warmup, num_samples))
-    done, chains = _start(store, init_fn, (key_init, positions, hyper), chain_shapes, total, snapshot)
+    store.allocate(store_specs(run.out_shapes, num_warmup, num_samples))
+    partial = block is not None and not block.is_whole and algorithm.shared_adaptation
+    if partial and (store.restore() or (0, None))[0] < num_warmup:
+        raise ValueError(
+            "the chains of this algorithm adapt together: warm them up whole (warm_up) before sampling a block"
+        )
+    done, chains = _start(store, run.init_fn, run.init_args, run.chain_shapes, total, snapshot)
 
     bar = ProgressBar(total, "warmup" if done < num_warmup else "sample", enabled=progress)
     if done:
         bar.update(done)
-
-    def warmup_chunk(stop, chains, piece, first):
-        write_piece(store, "warmup", first, piece[2])
-        store.commit(stop, snapshot(chains))
 
     def sample_chunk(stop, chains, piece, first):
         if piece is not None:
@@ -206,9 +306,7 @@ def sample(
         store.commit(num_warmup + stop, snapshot(chains))
 
     if done < num_warmup:
-        windows = (config.initial_buffer, config.final_buffer, config.first_window)
-        stage, is_end = adapt.window_schedule(num_warmup, *windows)
-        chains = run_chunks(chunk_fn, key_warmup, chains, stage, is_end, chunk, warmup_chunk, bar=bar, start=done)
+        chains = _run_warmup(run, config, chains, done, store, snapshot, bar)
     if done <= num_warmup:  # commits up to the end of warm-up hold the state before this step
         chains = algorithm.finalize(chains)
         if num_warmup:
@@ -218,12 +316,12 @@ def sample(
     keep = (np.arange(num_iterations) % thin) == thin - 1
     start = max(done - num_warmup, 0)
     chains = run_chunks(
-        chunk_fn, key_sample, chains, frozen, no_end, chunk, sample_chunk, keep=keep, bar=bar, start=start
+        run.chunk_fn, key_sample, chains, frozen, no_end, run.chunk, sample_chunk, keep=keep, bar=bar, start=start
     )
     bar.close()
 
     convert = jnp.asarray if in_memory else (lambda a: a)
-    hyper_leaves, hyper_def = jax.tree_util.tree_flatten(out_shapes[1])
+    hyper_leaves, hyper_def = jax.tree_util.tree_flatten(run.out_shapes[1])
     hyper_arrays = [convert(store.read(f"hyper.{i}")) for i in range(len(hyper_leaves))]
     return MCMCResult(
         positions=convert(store.read("positions")),

@@ -47,10 +47,16 @@ class RunStore(Protocol):
 
 
 class MemoryStore:
-    """The default :class:`RunStore`: arrays in memory, commits discarded (nothing to resume)."""
+    """The default :class:`RunStore`: arrays in memory, commits discarded.
 
-    def __init__(self) -> None:
+    Args:
+        commit: ``(iteration, state)`` the run resumes from (e.g. the chains at the end of a warm-up
+            run elsewhere, :func:`sigmabnn.mcmc.run.warm_up`); ``None``: a fresh run.
+    """
+
+    def __init__(self, commit: tuple[int, dict[str, np.ndarray]] | None = None) -> None:
         self.arrays: dict[str, np.ndarray] = {}
+        self.start = commit
 
     def allocate(self, specs: ArraySpecs) -> None:
         self.arrays = {name: np.zeros(shape, dtype) for name, (shape, dtype) in specs.items()}
@@ -64,8 +70,8 @@ class MemoryStore:
     def commit(self, iteration: int, state: dict[str, np.ndarray]) -> None:
         pass
 
-    def restore(self) -> None:
-        return None
+    def restore(self) -> tuple[int, dict[str, np.ndarray]] | None:
+        return self.start
 
 
 def state_arrays(chains: ChainState) -> dict[str, np.ndarray]:

@@ -102,8 +102,8 @@ def window_adaptation(
     target = sampler.default_target if target_accept is None else float(target_accept)
     w_init, w_update, w_final = _welford_fns(dense_mass)
 
-    def init(rng_key, positions, hyper, logdensity_fn):
-        """The inverse mass matrix starts at the identity, the step size at the heuristic's value."""
+    def init(keys, positions, hyper, logdensity_fn):
+        """Identity inverse mass matrix, the heuristic's step size (chain ``c`` with key ``keys[c]``)."""
 
         def init_one(rng_key, position, hyper):
             ld = conditioned(logdensity_fn, hyper)
@@ -118,7 +118,6 @@ def window_adaptation(
             ad = AdaptationState(eps, imm, adapt.dual_averaging_init(eps), w_init(d, dtype))
             return ChainState(state, hyper, ad)
 
-        keys = jax.random.split(rng_key, positions.shape[0])
         return jax.vmap(init_one)(keys, positions, hyper)
 
     def step(iteration: Iteration, chains: ChainState, logdensity_fn, gibbs_fn, axis_name):

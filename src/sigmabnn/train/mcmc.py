@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -38,13 +39,16 @@ from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_ma
 from sigmabnn.mcmc.algorithm import SamplingAlgorithm
 from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.mcmc.registry import make_algorithm
-from sigmabnn.mcmc.run import RunConfig, sample
+from sigmabnn.mcmc.run import MCMCResult, RunConfig, sample
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
 from sigmabnn.train.gibbs import NOISE_LIKELIHOODS, HyperPrior, initial_noise_precision, make_gibbs_fn
 
 Array = jax.Array
 
-__all__ = ["MCMCConfig", "TrainInfo", "algorithm_for", "default_config", "fit_mcmc", "run_config_for"]
+__all__ = [
+    "MCMCConfig", "SamplingSetup", "TrainInfo", "algorithm_for", "chain_starts", "default_config", "fit_mcmc",
+    "run_config_for", "sampling_setup", "starting_hyper", "train_info",
+]  # fmt: skip
 
 
 class MCMCConfig(NamedTuple):
@@ -212,6 +216,101 @@ def _unpack_map(saved: dict, hyper: Hyperparameters) -> tuple[Array, Hyperparame
         raise ValueError(f"the checkpoint's MAP results are incomplete ({err})") from None
 
 
+class SamplingSetup(NamedTuple):
+    """What a fit's warm-up and sampling need, built alike by every process that runs a part of them.
+
+    Attributes:
+        algorithm: the kernel's :class:`~sigmabnn.mcmc.algorithm.SamplingAlgorithm`.
+        run_config: the runner's :class:`~sigmabnn.mcmc.run.RunConfig`.
+        logdensity: ``(position [d], hyper) -> scalar`` log-posterior on the training data.
+        gibbs_fn: the Gibbs update of the learnt precisions, or ``None``.
+        data: the training data cast to the BNN's dtype.
+        learn_noise, learn_prior: which precisions are Gibbs-sampled.
+    """
+
+    algorithm: SamplingAlgorithm
+    run_config: RunConfig
+    logdensity: Callable
+    gibbs_fn: Callable | None
+    data: Data
+    learn_noise: bool
+    learn_prior: bool
+
+
+def sampling_setup(bnn: BNN, data: Data, config: MCMCConfig, chunk_size: int = 50) -> SamplingSetup:
+    """The :class:`SamplingSetup` of ``config`` for ``bnn`` on ``data`` (raises ``ValueError`` on bad settings)."""
+    if int(config.num_chains) < 1:
+        raise ValueError(f"num_chains must be >= 1, got {config.num_chains}")
+    algorithm = algorithm_for(config)
+    run_config = run_config_for(config, chunk_size)
+    learn_noise = _resolve_learn_noise(bnn, config.learn_noise)
+    learn_prior = bool(config.learn_prior)
+    gibbs_fn = (
+        make_gibbs_fn(bnn, data, config.hyperprior, learn_noise=learn_noise, learn_prior=learn_prior)
+        if learn_noise or learn_prior
+        else None
+    )
+    data = cast_data(bnn, data)
+    return SamplingSetup(algorithm, run_config, make_logdensity(bnn, data), gibbs_fn, data, learn_noise, learn_prior)
+
+
+def chain_starts(
+    key_map: Array, bnn: BNN, data: Data, config: MCMCConfig, val_data: Data | None,
+    initial_positions: Array | None, starts: Sequence[int] | None = None,
+) -> tuple[Array, MAPInfo | None]:  # fmt: skip
+    """``(positions [k, d], MAPInfo or None)``: where the chains start (step 1 of the module docstring).
+
+    MAP fits from ``initial_positions`` (or random draws), or without MAP those positions (or
+    Glorot draws). ``starts``: indices of the chains to compute (``None``: all), each as in the
+    whole run (:func:`sigmabnn.map.pretrain_map`).
+    """
+    hyper = bnn.default_hyperparameters()
+    num_chains = int(config.num_chains)
+    if config.map is not None:
+        return pretrain_map(key_map, bnn, data, hyper, config.map, val_data, num_chains, initial_positions, starts)
+    if initial_positions is not None:
+        positions = jnp.asarray(initial_positions, bnn.jdtype)
+    else:
+        positions = draw_starts(key_map, bnn, hyper, num_chains, "glorot")
+    return (positions if starts is None else positions[np.asarray(starts)]), None
+
+
+def starting_hyper(bnn: BNN, setup: SamplingSetup, config: MCMCConfig, positions: Array) -> Hyperparameters:
+    """The hyperparameters all chains start from (step 2 of the module docstring), given every chain's start."""
+    hyper = bnn.default_hyperparameters()
+    if setup.learn_noise and config.noise_from_map:
+        noise = initial_noise_precision(bnn, setup.data, config.hyperprior, positions)
+        hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
+    return hyper
+
+
+def train_info(
+    config: MCMCConfig, setup: SamplingSetup, result: MCMCResult, map_info: MAPInfo | None,
+    hyper: Hyperparameters, map_seconds: float, sample_seconds: float,
+) -> TrainInfo:  # fmt: skip
+    """The :class:`TrainInfo` of a run from its MAP record and its runner's result (``[C, ...]`` records)."""
+    num_iterations = int(config.num_warmup) + int(config.num_samples) * int(config.thin)
+    grads = int(np.sum(np.asarray(result.warmup_info.num_integration_steps), dtype=np.int64))
+    grads += int(config.thin) * int(np.sum(np.asarray(result.info.num_integration_steps), dtype=np.int64))
+    if setup.gibbs_fn is not None:
+        grads += int(config.num_chains) * num_iterations
+    if map_info is not None:
+        grads += int(map_info.num_grad_evals)
+    return TrainInfo(
+        sample_info=result.info,
+        warmup_info=result.warmup_info,
+        adapted=result.adapted,
+        map_info=map_info,
+        initial_hyper=hyper,
+        map_seconds=map_seconds,
+        sample_seconds=sample_seconds,
+        total_seconds=map_seconds + sample_seconds,
+        num_grad_evals=grads,
+        learn_noise=setup.learn_noise,
+        learn_prior=setup.learn_prior,
+    )
+
+
 def fit_mcmc(
     rng_key: Array,
     bnn: BNN,
@@ -247,39 +346,18 @@ def fit_mcmc(
         ValueError: invalid settings (one-line message).
     """
     config = MCMCConfig() if config is None else config
-    if int(config.num_chains) < 1:
-        raise ValueError(f"num_chains must be >= 1, got {config.num_chains}")
-    algorithm = algorithm_for(config)
-    run_config = run_config_for(config, chunk_size)
-    learn_noise = _resolve_learn_noise(bnn, config.learn_noise)
-    learn_prior = bool(config.learn_prior)
-    gibbs_fn = (
-        make_gibbs_fn(bnn, data, config.hyperprior, learn_noise=learn_noise, learn_prior=learn_prior)
-        if learn_noise or learn_prior
-        else None
-    )
-    data = cast_data(bnn, data)
+    setup = sampling_setup(bnn, data, config, chunk_size)
     num_chains = int(config.num_chains)
     key_map, key_sample = jax.random.split(rng_key)
-    hyper = bnn.default_hyperparameters()
 
     t_start = time.perf_counter()
     saved = checkpoint.load_arrays("map") if checkpoint is not None else None
     if saved is not None:
-        positions, hyper, map_info, map_seconds = _unpack_map(saved, hyper)
+        positions, hyper, map_info, map_seconds = _unpack_map(saved, bnn.default_hyperparameters())
     else:
-        if config.map is not None:
-            positions, map_info = pretrain_map(
-                key_map, bnn, data, hyper, config.map, val_data, num_chains, initial_positions
-            )
-        elif initial_positions is not None:
-            positions, map_info = jnp.asarray(initial_positions, bnn.jdtype), None
-        else:
-            positions, map_info = draw_starts(key_map, bnn, hyper, num_chains, "glorot"), None
+        positions, map_info = chain_starts(key_map, bnn, setup.data, config, val_data, initial_positions)
         positions = jax.block_until_ready(positions)
-        if learn_noise and config.noise_from_map:
-            noise = initial_noise_precision(bnn, data, config.hyperprior, positions)
-            hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
+        hyper = starting_hyper(bnn, setup, config, positions)
         map_seconds = time.perf_counter() - t_start
         if map_info is not None:
             steps = int(np.max(np.asarray(map_info.num_steps_run)))
@@ -290,37 +368,15 @@ def fit_mcmc(
 
     result = sample(
         key_sample,
-        algorithm,
-        make_logdensity(bnn, data),
+        setup.algorithm,
+        setup.logdensity,
         positions,
         hyper,
-        run_config,
-        gibbs_fn=gibbs_fn,
+        setup.run_config,
+        gibbs_fn=setup.gibbs_fn,
         store=checkpoint,
         progress=progress,
     )
     draws = jax.block_until_ready(PosteriorDraws(positions=result.positions, hyper=result.hyper))
-    t_end = time.perf_counter()
-
-    num_iterations = int(config.num_warmup) + int(config.num_samples) * int(config.thin)
-    grads = int(np.sum(np.asarray(result.warmup_info.num_integration_steps), dtype=np.int64))
-    grads += int(config.thin) * int(np.sum(np.asarray(result.info.num_integration_steps), dtype=np.int64))
-    if gibbs_fn is not None:
-        grads += num_chains * num_iterations
-    if map_info is not None:
-        grads += int(map_info.num_grad_evals)
-
-    info = TrainInfo(
-        sample_info=result.info,
-        warmup_info=result.warmup_info,
-        adapted=result.adapted,
-        map_info=map_info,
-        initial_hyper=hyper,
-        map_seconds=map_seconds,
-        sample_seconds=t_end - t_map,
-        total_seconds=map_seconds + t_end - t_map,
-        num_grad_evals=grads,
-        learn_noise=learn_noise,
-        learn_prior=learn_prior,
-    )
+    info = train_info(config, setup, result, map_info, hyper, map_seconds, time.perf_counter() - t_map)
     return draws, info
