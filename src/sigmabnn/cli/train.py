@@ -29,9 +29,10 @@ from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_M
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
     "Fit a Bayesian neural network to the columns of a CSV or Parquet table and save it as a model file. "
-    "Defaults: NUTS with 4 chains, MAP pretraining, warm-up and draws scaled to the data, the noise precision "
-    "learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding the draws so "
-    "far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would have given. "
+    "Defaults: ChEES-HMC with 8 chains from 8 MAP starts (300 warm-up iterations, 125 draws each), the noise "
+    "precision learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding "
+    "the draws so far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would "
+    "have given. "
     "With --dask the chains run as tasks on a Dask cluster and give the model of the one-process run."
 )
 
