@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -222,9 +224,20 @@ def test_config_describes_itself_from_its_fields():
 
 def test_map_settings_reach_the_map_pretraining(nlo_fit_kwargs):
     spec = nlo_fit_kwargs(map_steps=123, map_lbfgs_steps=45)
-    assert spec.method.options["map"] == MAPConfig(3e-3, 123, patience=None, lbfgs_steps=45).to_json()
+    assert spec.method.options["map"] == MAPConfig(1e-2, 123, patience=None, lbfgs_steps=45).to_json()
     cfg = nlo.recommended_config("1000022,1000022", map_lbfgs_steps=0)
     assert "L-BFGS" not in cfg.describe()
-    assert (
-        "123 Adam steps at 0.003 + 45 L-BFGS iterations" in cfg._replace(map_steps=123, map_lbfgs_steps=45).describe()
-    )
+    assert "123 Adam steps at 0.01 + 45 L-BFGS iterations" in cfg._replace(map_steps=123, map_lbfgs_steps=45).describe()
+
+
+def test_recommended_run_length_is_the_candidate_chosen_on_held_out_training_rows():
+    """The configuration's run length and chains are what ``benchmarks/nlo_validation.py`` chose."""
+    from tests.conftest import load_benchmark
+
+    bench = load_benchmark("nlo_validation")
+    chosen = json.loads(bench.JSON_PATH.read_text())["choice"]["chosen"]
+    expected = bench.config_for("1000022,1000022", chosen)
+    got = nlo.recommended_config("1000022,1000022")
+    fields = ("num_chains", "num_warmup", "num_samples", "map_steps", "map_learning_rate", "map_lbfgs_steps")
+    assert {f: getattr(got, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+    assert got.derive == expected.derive  # the chosen candidate uses the library's own features

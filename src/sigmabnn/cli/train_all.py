@@ -49,7 +49,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("configuration (default: the recommended one)")
     g.add_argument("--hidden", type=hidden_widths, metavar="W1-W2", help="hidden-layer widths (default 20-20)")
     g.add_argument(
-        "--map-steps", type=common.positive_int, metavar="N", help="Adam pretraining steps per stage (default 16000)"
+        "--map-steps", type=common.positive_int, metavar="N", help="Adam pretraining steps per stage (default 3000)"
     )
     g.add_argument(
         "--map-lbfgs-steps",
@@ -57,7 +57,9 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="L-BFGS iterations polishing each MAP start after Adam, per stage (default 1000; 0: none)",
     )
-    g.add_argument("--chains", type=common.positive_int, metavar="N", help="chains (default 4)")
+    g.add_argument(
+        "--chains", type=common.positive_int, metavar="N", help="chains, each from its own MAP start (default 8)"
+    )
     g.add_argument("--warmup", type=common.positive_int, metavar="N", help="warm-up iterations per chain")
     g.add_argument("--draws", type=common.positive_int, metavar="N", help="kept draws per chain")
     g.add_argument(
