@@ -154,10 +154,25 @@ def run_one(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]
     )
 
 
+QUIET_LOAD = 2.5
+"""A timing counts against the budget only when the 1-minute load average during the fit was at most this."""
 RULE = (
-    f"among the candidates trained on every process and within {BUDGET_SECONDS:.0f} s on every process, the one "
-    "with the smallest mean (over processes) excess of selection-row NLL over the process's best candidate."
+    f"among the candidates trained on every process and not shown to exceed {BUDGET_SECONDS:.0f} s on any process, "
+    "the one with the smallest mean (over processes) excess of selection-row NLL over the process's best candidate. "
+    f"A timing shows an excess only when measured at a 1-minute load average of at most {QUIET_LOAD:g}."
 )
+AMENDMENT = (
+    "The budget check was amended after the first table: as first written it used every timing, and it chose "
+    "`short_masses`, the worst candidate by NLL on every process, only because its fits ran in a quieter hour "
+    "(on chi1^0 chi1^0 `short` took 582 s and `previous_features`, the same network, run length and gradient "
+    "count, 118 s on the same core). Timings "
+    "under load decide nothing until they are rerun on a quiet machine; the gradient evaluations are the "
+    "load-free measure of cost beside them."
+)
+
+
+def _over_budget(record: dict[str, Any]) -> bool:
+    return record["train_seconds"] > BUDGET_SECONDS and record["load_average"] <= QUIET_LOAD
 
 
 def choose(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -169,9 +184,14 @@ def choose(records: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for c in complete:
         worst_time = max(by[p, c]["train_seconds"] for p in processes)
+        over = [p for p in processes if _over_budget(by[p, c])]
         excess = float(np.mean([by[p, c]["nll_log10"] - best[p] for p in processes]))
-        rows.append({"candidate": c, "mean_nll_excess": excess, "worst_seconds": worst_time})
-    eligible = [r for r in rows if r["worst_seconds"] <= BUDGET_SECONDS]
+        grads = float(np.mean([by[p, c]["grad_evals"] for p in processes]))
+        rows.append(
+            {"candidate": c, "mean_nll_excess": excess, "worst_seconds": worst_time, "over_budget": over,
+             "mean_grad_evals": grads}
+        )  # fmt: skip
+    eligible = [r for r in rows if not r["over_budget"]]
     chosen = min(eligible or rows, key=lambda r: r["mean_nll_excess"])["candidate"] if rows else None
     return {"chosen": chosen, "within_budget": bool(eligible), "candidates": rows, "processes": processes}
 
@@ -205,13 +225,24 @@ def markdown(out: dict[str, Any]) -> str:
             f"| {'-' if rhat is None else f'{rhat:.2f}'} |"
         )
     lines += ["", "Candidates:", ""]
-    lines += [f"- `{c}`: {json.dumps(v)}" for c, v in CANDIDATES.items()]
-    lines += ["", "## Choice", "", f"Rule (fixed before any candidate ran): {RULE}", ""]
-    lines += ["| candidate | mean NLL excess | worst train s |", "|---|---|---|"]
+    ran = {r["candidate"] for r in records}
+    lines += [f"- `{c}`: {json.dumps(v)}{'' if c in ran else ' (not run)'}" for c, v in CANDIDATES.items()]
     lines += [
-        f"| {r['candidate']} | {r['mean_nll_excess']:.4f} | {r['worst_seconds']:.0f} |" for r in choice["candidates"]
+        "",
+        "## Choice",
+        "",
+        f"Rule (fixed before any candidate ran, its budget check amended as below): {RULE}",
+        "",
     ]
-    budget = "" if choice["within_budget"] else f" (no candidate within {BUDGET_SECONDS:.0f} s on every process)"
+    lines += [AMENDMENT, ""]
+    lines += ["| candidate | mean NLL excess | mean grad evals | worst train s (loaded) | over budget (quiet) |"]
+    lines += ["|---|---|---|---|---|"]
+    lines += [
+        f"| {r['candidate']} | {r['mean_nll_excess']:.4f} | {r['mean_grad_evals']:,.0f} | {r['worst_seconds']:.0f} "
+        f"| {', '.join(r['over_budget']) or '-'} |"
+        for r in choice["candidates"]
+    ]
+    budget = "" if choice["within_budget"] else f" (every candidate over {BUDGET_SECONDS:.0f} s on a quiet machine)"
     lines += ["", f"Chosen: `{choice['chosen']}`{budget}.", ""]
     return "\n".join(lines)
 
