@@ -105,6 +105,9 @@ def markdown(out: dict[str, Any]) -> str:
         "68.3 / 95.4 / 99.7 % intervals (recalibrated on the val rows); train s: the fit's wall time on one "
         "worker's core(s) of a shared machine, with the 1-minute load average during the fit.",
         "",
+        f"Processes done: {out['processes_done']} of 22"
+        + ("." if out["processes_done"] == 22 else " (the run resumes where it stopped: rerun the script)."),
+        "",
         "| process | kind | n train | R^2 log | R^2 xsec | median rel. err. | p99 rel. err. | cov 68 | cov 95 "
         "| cov 99.7 | train s | load | grad evals | R-hat (pred.) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -124,7 +127,7 @@ def markdown(out: dict[str, Any]) -> str:
         value = worst[key]
         shown = f"{value:.0f} s" if key == "train_seconds" else f"{value:.4f}"
         lines.append(
-            f"| {key} {op} {goal:g}{f' +- {extra:g}' if op == '~' else ''} | {len(met)} of {len(rows)} "
+            f"| {key} {_goal_text(op, goal, extra)} | {len(met)} of {len(rows)} "
             f"| {worst['label']} | {shown} | {shortfall(key, value)} |"
         )
     mixtures = sum(r["mixture_of_modes"] for r in rows)
@@ -135,6 +138,14 @@ def markdown(out: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _goal_text(op: str, goal: float, extra: float) -> str:
+    if op == "~":
+        return f"{goal:.4f} +- {extra:g}"
+    if op == "in":
+        return f"in [{goal:g}, {extra:g}]"
+    return f"{op} {goal:g}"
 
 
 def _badness(key: str, value: float) -> float:
@@ -173,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=DEFAULT_DIR, help=f"surrogate directory (default {DEFAULT_DIR})")
     p.add_argument("--workers", type=int, default=1, help="1: serial; N > 1: --dask with N one-core workers")
     p.add_argument("--table", action="store_true", help="only rebuild the result files from DIR's records")
+    p.add_argument("--command", help="with --table: how DIR's records were made (default: this script's command)")
     args = p.parse_args(argv)
-    command = "sigmabnn train-all builtin --out DIR" + (" --dask" if args.workers > 1 else "")
+    command = args.command or "sigmabnn train-all builtin --out DIR" + (" --dask" if args.workers > 1 else "")
     meta = run_metadata("benchmarks/nlo_all.py")
     if not args.table:
         argv_cli = [sys.executable, "-m", "sigmabnn", "train-all", "builtin", "--out", str(args.out), "-q"]
