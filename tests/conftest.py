@@ -3,13 +3,39 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-import sigmabnn.dtypes  # noqa: F401  (switch on the float policy before any test builds arrays)
-
 _REPO = Path(__file__).resolve().parents[1]
+
+
+def _share_compiled_functions() -> None:
+    """Point JAX's persistent compilation cache at one directory for the whole run.
+
+    Most of the suite's time is XLA compiling the same small programs again: in every xdist
+    worker, in every fit that builds its functions afresh, and in every subprocess a CLI test
+    starts. Set through the environment before JAX is imported, so that subprocesses and dask
+    workers share it. A cached executable is the one XLA compiled for the same program, so
+    results are unchanged; only compile time is saved. ``SIGMABNN_TEST_JAX_CACHE`` names another
+    directory, or ``off`` disables it. The directory is emptied when it passes 2 GB.
+    """
+    choice = os.environ.get("SIGMABNN_TEST_JAX_CACHE", str(_REPO / ".pytest_cache" / "jax-compilation-cache"))
+    if choice.lower() in {"off", "0", "no", "false", ""}:
+        return
+    path = Path(choice)
+    if "PYTEST_XDIST_WORKER" not in os.environ and path.is_dir():  # the controller, before any worker starts
+        if sum(f.stat().st_size for f in path.iterdir() if f.is_file()) > 2 * 1024**3:
+            shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(path))
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+
+
+_share_compiled_functions()
+
+import sigmabnn.dtypes  # noqa: E402, F401  (switch on the float policy before any test builds arrays)
 
 
 def _shared_data_dir() -> Path:

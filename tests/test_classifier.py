@@ -41,13 +41,19 @@ def _fit(df: pd.DataFrame, method: str, **extra):
 SLOW = pytest.mark.slow  # the MCMC fits take tens of seconds each on one core
 
 
+@pytest.fixture(scope="module")
+def ensemble_on_blobs():
+    """``_fit(blobs(), "ensemble")``, fitted once: several tests check different properties of this same fit."""
+    return _fit(blobs(), "ensemble")
+
+
 @pytest.mark.parametrize(
     "method",
     [pytest.param(m, marks=SLOW) for m in ("nuts", "chees", "hmc", "mh")] + ["bbb", "flipout", "ensemble"],
 )
-def test_every_method_fits_a_classifier_whose_prediction_is_a_distribution(method):
+def test_every_method_fits_a_classifier_whose_prediction_is_a_distribution(method, request):
     df = blobs()
-    fitted, report = _fit(df, method)
+    fitted, report = request.getfixturevalue("ensemble_on_blobs") if method == "ensemble" else _fit(df, method)
     assert fitted.classes.labels == ("ant", "bee", "cat")
     pred = predict(fitted, df)
     assert isinstance(pred, ClassPrediction)
@@ -66,9 +72,9 @@ def test_bbb_with_the_scale_mixture_prior_fits_a_classifier():
     assert evaluate_classifier(fitted, blobs(), blobs())["accuracy"] > 0.8
 
 
-def test_the_predictive_is_the_mean_of_the_networks_probabilities():
+def test_the_predictive_is_the_mean_of_the_networks_probabilities(ensemble_on_blobs):
     df = blobs()
-    fitted, _ = _fit(df, "ensemble")
+    fitted, _ = ensemble_on_blobs
     p = network_probabilities(fitted, df)
     pred = predict(fitted, df)
     assert p.shape == (3, len(df), 3)
@@ -77,9 +83,9 @@ def test_the_predictive_is_the_mean_of_the_networks_probabilities():
     np.testing.assert_allclose(pred.expected_entropy, h.mean(axis=0), rtol=1e-9, atol=1e-14)
 
 
-def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path):
+def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path, ensemble_on_blobs):
     df = blobs()
-    fitted, report = _fit(df, "ensemble")
+    fitted, report = ensemble_on_blobs
     assert report.recalibration.rows_kind == "temperature"
     path = save_model(fitted, tmp_path / "m")
     loaded = load_model(path)
@@ -104,7 +110,7 @@ def test_integer_labels_keep_their_values():
     assert set(predict(fitted, df).predicted) <= {3, 5, 7}
 
 
-def test_bad_targets_are_one_line_errors():
+def test_bad_targets_are_one_line_errors(ensemble_on_blobs):
     df = blobs()
     with pytest.raises(DataError, match="not floats"):
         _fit(df.assign(kind=np.linspace(0, 1, len(df))), "ensemble")
@@ -112,6 +118,6 @@ def test_bad_targets_are_one_line_errors():
         _fit(df.assign(kind="ant"), "ensemble")
     with pytest.raises(InputError, match="takes no log_target"):
         _fit(df, "ensemble", log_target=True)
-    fitted, _ = _fit(df, "ensemble")
+    fitted, _ = ensemble_on_blobs
     with pytest.raises(DataError, match="'dog'.*not a class"):
         evaluate(fitted, df, df.assign(kind=["dog"] * len(df)))
