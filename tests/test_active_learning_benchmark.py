@@ -29,6 +29,7 @@ def test_summary_finds_where_a_criterion_reaches_random_at_its_largest_size(benc
     assert summary["variance"]["n_to_reach"] == 2000 and not summary["variance"]["goal_met"]  # 95 % cover 90
 
 
+@pytest.mark.heavy
 def test_smoke_run_writes_records_and_resumes(bench, tmp_path):
     out = tmp_path / "al.json"
     args = ["--smoke", "--workdir", str(tmp_path / "w"), "--out", str(out)]

@@ -21,6 +21,7 @@ def test_labels_to_reach_averages_over_seeds():
     assert bench.labels_to_reach(records, "random") is None
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_smoke_run_writes_every_record_and_resumes(tmp_path):
     bench = load_benchmark("classification")

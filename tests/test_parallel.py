@@ -79,6 +79,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.heavy
 def test_split_chains_give_the_draws_of_one_device():
     """Two CPU devices (a fresh process): the same trees and draws as one device, up to rounding."""
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

@@ -89,6 +89,7 @@ def _same_json(got, want, where: str) -> None:
     ("method", "likelihood", "chains_per_task"),
     [("chees", "gaussian", 2), ("nuts", "gaussian", 2), ("nuts", "hetero_student_t", None)],
 )
+@pytest.mark.heavy
 def test_chains_as_tasks_give_the_one_process_model(table, client, method, likelihood, chains_per_task):
     """ChEES (one warm-up task, sampling in blocks), NUTS (blocks warmed up and sampled apart) and the
     hetero Student-t scale-head starts (one task): the model of the one-process fit."""
@@ -102,6 +103,7 @@ def test_chains_as_tasks_give_the_one_process_model(table, client, method, likel
     assert got_report.metrics["train"].keys() == want_report.metrics["train"].keys()
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_cli_train_dask_writes_the_one_process_model(table, client, tmp_path, capsys):
     """``sigmabnn train DATA --target y --dask=ADDRESS``: the default method (ChEES), chains split over the workers."""

@@ -54,6 +54,7 @@ def _kill_one_busy_worker(client, after_seconds: float, killed: list[int]) -> No
         time.sleep(0.2)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_worker_killed_mid_fit_run_completes_and_models_equal_serial(small, client, tmp_path, capsys):
     df, path = small

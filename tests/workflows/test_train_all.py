@@ -84,6 +84,7 @@ def test_random_split_proportions_and_reproducible():
     assert one["split"].value_counts().to_dict() == {"train": 800, "test": 150, "val": 50}
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_train_all_summary_and_resume(small, tmp_path, capsys):
     df, path = small
@@ -116,6 +117,7 @@ def test_train_all_summary_and_resume(small, tmp_path, capsys):
     assert len(pd.read_csv(tmp_path / "x.csv")) == 2 * len(df)
 
 
+@pytest.mark.heavy
 @pytest.mark.slow
 def test_demo_nlo_writes_model_and_report(small, tmp_path, monkeypatch, capsys):
     import sigmabnn.datasets
