@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import os
 import shutil
@@ -41,23 +40,13 @@ from typing import Any
 import numpy as np
 
 _HERE = Path(__file__).resolve().parent
-# This script is named like the ``distributed`` package: its directory, which Python puts first on
-# sys.path (and hands on to the worker processes), must not shadow the package.
+sys.path.insert(0, str(_HERE))
+import _results  # noqa: E402
+
+# The sibling script distributed.py is named like the ``distributed`` package: once ``_results`` is
+# imported, the script's directory, which Python puts first on sys.path (and hands on to the worker
+# processes), is taken off so that it cannot shadow the package.
 sys.path[:] = [p for p in sys.path if Path(p or os.getcwd()).resolve() != _HERE]
-
-
-def _load_results() -> Any:
-    """The sibling ``_results.py`` helpers, loaded by path (the script's directory is off sys.path)."""
-    if "_results" in sys.modules:
-        return sys.modules["_results"]
-    spec = importlib.util.spec_from_file_location("_results", _HERE / "_results.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_results"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_results = _load_results()
 
 RESULTS = _results.RESULTS_DIR / "distributed.json"
 SMOKE_OUT = Path(tempfile.gettempdir()) / "sigmabnn-bench-smoke" / "distributed.json"
