@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
 from sigmabnn.datasets import processes  # noqa: E402
 from sigmabnn.evaluate.report import INTERVAL_LEVELS  # noqa: E402
-from sigmabnn.physics.processes import parse_process  # noqa: E402
+from sigmabnn.physics.processes import CHARGINOS, parse_process  # noqa: E402
 
 JSON_PATH = RESULTS_DIR / "nlo_all.json"
 MD_PATH = RESULTS_DIR / "nlo_all.md"
@@ -74,7 +74,7 @@ def row(record: dict[str, Any]) -> dict[str, Any]:
 def kind(process: str) -> str:
     """``"neutralino pair"``, ``"chargino pair"`` or ``"neutralino-chargino"``."""
     p = parse_process(process)
-    charginos = sum(abs(x) in (1000024, 1000037) for x in (p.pdg1, p.pdg2))
+    charginos = sum(abs(x) in CHARGINOS for x in (p.pdg1, p.pdg2))
     return ("neutralino pair", "neutralino-chargino", "chargino pair")[charginos]
 
 
