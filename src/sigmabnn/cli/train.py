@@ -93,6 +93,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="input feature of a linear log-space baseline of the target, fitted by least squares on the "
         "training rows; the network models the residual and prediction adds it back (repeatable)",
     )
+    _add_network_arguments(p)
+    _add_sampler_arguments(p)
+    _add_map_arguments(p)
+    _add_output_arguments(p)
+
+
+def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     net = p.add_argument_group("network")
     net.add_argument(
         "--arch",
@@ -101,6 +108,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="layer widths including input and output, e.g. 5-20-20-1 (default: NFEATURES-20-20-1)",
     )
     net.add_argument("--activation", default=None, metavar="NAME", help="hidden-layer activation (default tanh)")
+
+
+def _add_sampler_arguments(p: argparse.ArgumentParser) -> None:
     sampler = p.add_argument_group("sampler")
     sampler.add_argument(
         "--method",
@@ -147,6 +157,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="bbb / flipout: the weights' prior, gaussian (default) or Blundell et al.'s scale mixture",
     )
+
+
+def _add_map_arguments(p: argparse.ArgumentParser) -> None:
     pre = p.add_argument_group("MAP pretraining of the chains' starts (MCMC methods)")
     pre.add_argument(
         "--map-steps",
@@ -163,6 +176,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="L-BFGS iterations polishing each start after Adam (default 0: none)",
     )
+
+
+def _add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         "-o",
