@@ -154,12 +154,37 @@ def run_one(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]
     )
 
 
+def retime(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]:
+    """Rerun ``candidate``'s fit on ``process`` for its time alone (on the cores this process may use).
+
+    Returns the timing: seconds, load average, cores, gradient evaluations and the selection-row
+    NLL (the same fit as the record's, so the NLL shows the rerun reproduced it).
+    """
+    config = config_for(process, candidate)
+    load_before = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    result = nlo.train_process(SEED, process, config, data=table, progress=False, score=False)
+    seconds = time.perf_counter() - t0
+    rows = table[(table["split"] == "test") & table[config.target].notna() & (table[config.target] > 0)]
+    return to_jsonable(
+        {
+            "train_seconds": seconds,
+            "load_average": (load_before + os.getloadavg()[0]) / 2,
+            "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            "grad_evals": result.report.sampler.num_grad_evals,
+            "nll_log10": evaluate(result.fitted, rows, rows)["log10"]["nll"],
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
+
+
 QUIET_LOAD = 2.5
 """A timing counts against the budget only when the 1-minute load average during the fit was at most this."""
 RULE = (
     f"among the candidates trained on every process and not shown to exceed {BUDGET_SECONDS:.0f} s on any process, "
     "the one with the smallest mean (over processes) excess of selection-row NLL over the process's best candidate. "
-    f"A timing shows an excess only when measured at a 1-minute load average of at most {QUIET_LOAD:g}."
+    f"A timing shows an excess only when measured at a 1-minute load average of at most {QUIET_LOAD:g}, "
+    "on 2 cores (the budget's own condition)."
 )
 AMENDMENT = (
     "The budget check was amended after the first table: as first written it used every timing, and it chose "
@@ -167,12 +192,34 @@ AMENDMENT = (
     "(on chi1^0 chi1^0 `short` took 582 s and `previous_features`, the same network, run length and gradient "
     "count, 118 s on the same core). Timings "
     "under load decide nothing until they are rerun on a quiet machine; the gradient evaluations are the "
-    "load-free measure of cost beside them."
+    "load-free measure of cost beside them. The first runs were pinned to one core each (two fits side by side); "
+    "the budget is stated for 2 idle cores, so the budget is checked on reruns of the same fits on both cores of "
+    "a quiet machine (`--retime`), each rerun's seconds and load recorded beside the first run's."
 )
 
 
+def _timings(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every timing of the record's fit: the first run's and the reruns of ``--retime``."""
+    first = {k: record[k] for k in ("train_seconds", "load_average", "cpu_affinity")}
+    return [first] + list(record.get("retimes", []))
+
+
+def _shows_excess(timing: dict[str, Any]) -> bool:
+    """A timing over the budget, on at least 2 cores (the issue's budget) at a quiet load."""
+    quiet = timing["load_average"] <= QUIET_LOAD and len(timing["cpu_affinity"]) >= 2
+    return quiet and timing["train_seconds"] > BUDGET_SECONDS
+
+
 def _over_budget(record: dict[str, Any]) -> bool:
-    return record["train_seconds"] > BUDGET_SECONDS and record["load_average"] <= QUIET_LOAD
+    return any(_shows_excess(t) for t in _timings(record))
+
+
+def _quiet_seconds(record: dict[str, Any]) -> float | None:
+    """The fastest quiet 2-core timing of the record, or ``None``."""
+    quiet = [
+        t["train_seconds"] for t in _timings(record) if t["load_average"] <= QUIET_LOAD and len(t["cpu_affinity"]) >= 2
+    ]
+    return min(quiet) if quiet else None
 
 
 def choose(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -187,13 +234,19 @@ def choose(records: list[dict[str, Any]]) -> dict[str, Any]:
         over = [p for p in processes if _over_budget(by[p, c])]
         excess = float(np.mean([by[p, c]["nll_log10"] - best[p] for p in processes]))
         grads = float(np.mean([by[p, c]["grad_evals"] for p in processes]))
+        quiet = [_quiet_seconds(by[p, c]) for p in processes]
+        worst_quiet = max(quiet) if all(q is not None for q in quiet) else None
         rows.append(
             {"candidate": c, "mean_nll_excess": excess, "worst_seconds": worst_time, "over_budget": over,
-             "mean_grad_evals": grads}
+             "mean_grad_evals": grads, "worst_quiet_seconds": worst_quiet}
         )  # fmt: skip
     eligible = [r for r in rows if not r["over_budget"]]
     chosen = min(eligible or rows, key=lambda r: r["mean_nll_excess"])["candidate"] if rows else None
     return {"chosen": chosen, "within_budget": bool(eligible), "candidates": rows, "processes": processes}
+
+
+def _seconds(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0f}"
 
 
 def _pct(x: float) -> str:
@@ -235,16 +288,38 @@ def markdown(out: dict[str, Any]) -> str:
         "",
     ]
     lines += [AMENDMENT, ""]
-    lines += ["| candidate | mean NLL excess | mean grad evals | worst train s (loaded) | over budget (quiet) |"]
-    lines += ["|---|---|---|---|---|"]
+    lines += [
+        "| candidate | mean NLL excess | mean grad evals | worst train s (first runs, loaded) "
+        "| worst train s (quiet, 2 cores) | over budget (quiet) |"
+    ]
+    lines += ["|---|---|---|---|---|---|"]
     lines += [
         f"| {r['candidate']} | {r['mean_nll_excess']:.4f} | {r['mean_grad_evals']:,.0f} | {r['worst_seconds']:.0f} "
+        f"| {_seconds(r.get('worst_quiet_seconds'))} "
         f"| {', '.join(r['over_budget']) or '-'} |"
         for r in choice["candidates"]
     ]
+    lines += _retime_lines(records)
     budget = "" if choice["within_budget"] else f" (every candidate over {BUDGET_SECONDS:.0f} s on a quiet machine)"
     lines += ["", f"Chosen: `{choice['chosen']}`{budget}.", ""]
     return "\n".join(lines)
+
+
+def _retime_lines(records: list[dict[str, Any]]) -> list[str]:
+    rows = [(r, t) for r in records if not r.get("same_as") for t in r.get("retimes", [])]
+    if not rows:
+        return []
+    lines = ["", "Reruns for time (`--retime`, unpinned):", ""]
+    lines += [
+        "| process | candidate | train s | cores | load | grad evals | NLL log10 (first run) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['process']} | {r['candidate']} | {t['train_seconds']:.0f} | {len(t['cpu_affinity'])} "
+        f"| {t['load_average']:.1f} | {t['grad_evals']:,} | {t['nll_log10']:.3f} ({r['nll_log10']:.3f}) |"
+        for r, t in rows
+    ]
+    return lines
 
 
 def table() -> None:
@@ -256,16 +331,44 @@ def table() -> None:
     print(f"wrote {JSON_PATH} and {MD_PATH}; chosen: {out['choice']['chosen']}")
 
 
+def _retime_all(candidates: list[str], processes: list[str], data: pd.DataFrame) -> None:
+    for candidate in candidates:
+        for process in processes:
+            path = record_path(process, candidate)
+            if not path.exists():
+                continue
+            record = json.loads(path.read_text())
+            if record.get("same_as") or _quiet_seconds(record) is not None:
+                continue
+            timing = retime(process, candidate, data)
+            record["retimes"] = list(record.get("retimes", [])) + [timing]
+            write_json(path, record)
+            print(
+                f"{process} {candidate}: {timing['train_seconds']:.0f} s on {len(timing['cpu_affinity'])} cores, "
+                f"load {timing['load_average']:.1f}",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--process", action="append", help=f"process (repeatable; default {', '.join(PROCESSES)})")
     p.add_argument("--candidate", action="append", choices=list(CANDIDATES), help="candidate (repeatable; default all)")
     p.add_argument("--table", action="store_true", help="only merge the records into the JSON and Markdown")
+    p.add_argument(
+        "--retime",
+        action="store_true",
+        help="rerun the fits that have records (not shared ones) for their time alone, unless they already "
+        "have a quiet 2-core timing; append it to the record",
+    )
     args = p.parse_args(argv)
     if args.table:
         table()
         return 0
     data = selection_table()
+    if args.retime:
+        _retime_all(args.candidate or list(CANDIDATES), args.process or list(PROCESSES), data)
+        return 0
     RECORDS_DIR.mkdir(parents=True, exist_ok=True)
     for candidate in args.candidate or list(CANDIDATES):  # candidate-major: a partial run compares on every process
         for process in args.process or list(PROCESSES):
