@@ -1,0 +1,68 @@
+"""``sigmabnn active``: the loop end to end from the command line, with a shell-command oracle."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmabnn.cli.main import main
+
+ORACLE = (
+    "import sys, numpy as np, pandas as pd\n"
+    "d = pd.read_csv(sys.argv[1])\n"
+    "d['y'] = np.sin(3 * d['a']) + 0.5 * d['b']\n"
+    "d.to_csv(sys.argv[2], index=False)\n"
+    "open(sys.argv[3], 'a').write(f'{len(d)}\\n')\n"
+)
+
+
+@pytest.fixture()
+def setup(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, size=(200, 2))
+    pool = tmp_path / "pool.csv"
+    pd.DataFrame({"id": np.arange(200), "a": x[:, 0], "b": x[:, 1]}).to_csv(pool, index=False)
+    script = tmp_path / "label.py"
+    script.write_text(ORACLE)
+    calls = tmp_path / "calls.txt"
+    oracle = f"{sys.executable} {script} {{input}} {{output}} {calls}"
+    argv = ["active", str(pool), "--target", "y", "--features", "a,b", "--oracle", oracle,
+            "--dir", str(tmp_path / "loop"), "--initial-size", "20", "--batch-size", "10",
+            "--max-labelled", "40", "--method", "ensemble", "--members", "2", "--steps", "60",
+            "--architecture", "2-6-1", "-q"]  # fmt: skip
+    return argv, calls, tmp_path / "loop"
+
+
+def test_active_labels_batches_with_the_command_and_resumes(setup, capsys):
+    argv, calls, loop = setup
+    assert main(argv) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    rounds = [re.fullmatch(r"round (\d+): (\d+) labelled, fit [\d.]+ s", line) for line in out]
+    assert [m.groups() for m in rounds] == [("1", "20"), ("2", "30"), ("3", "40")]
+    assert calls.read_text().split() == ["20", "10", "10"]  # one oracle call per batch, the batch's rows
+    labels = pd.concat([pd.read_csv(loop / f"round_{k}" / "labels.csv") for k in range(3)])
+    assert len(labels) == 40 and labels["id"].is_unique
+    assert np.allclose(labels["y"], np.sin(3 * labels["a"]) + 0.5 * labels["b"])
+    state = json.loads((loop / "state.json").read_text())
+    assert state["round"] == 3 and len(state["chosen"]) == 40
+    # The same command again: the loop is complete, nothing is labelled again.
+    assert main(argv) == 0
+    assert calls.read_text().split() == ["20", "10", "10"]
+
+
+def test_active_bad_input_is_one_line_and_exit_2(setup, capsys):
+    argv, calls, _ = setup
+    missing = list(argv)
+    missing[1] = str(calls.parent / "nowhere.csv")
+    assert main(missing) == 2
+    err = capsys.readouterr().err.strip()
+    assert "nowhere.csv" in err and len(err.splitlines()) == 1
+    failing = [a if not a.startswith(sys.executable) else "exit 3 # {input} {output}" for a in argv]
+    assert main(failing) == 2
+    err = capsys.readouterr().err.strip()
+    assert "exit code 3" in err and len(err.splitlines()) == 1
