@@ -46,6 +46,9 @@ GOALS: dict[str, tuple[str, float, float]] = {
     "train_seconds": ("<=", 300.0, 0.0),
 }
 """The issue's goals per process on the test split: (kind, value, tolerance or upper end)."""
+QUIET_LOAD = 2.5
+"""A training time is compared with its goal only when the 1-minute load average during the fit was at
+most this (the fit's own two cores included); a timing under more load is reported, not compared."""
 
 
 def row(record: dict[str, Any]) -> dict[str, Any]:
@@ -68,6 +71,7 @@ def row(record: dict[str, Any]) -> dict[str, Any]:
         "rhat_pred": record["sampler"]["rhat_predictions"],
         "load_average": record.get("load_average"),
         "mixture_of_modes": bool(record.get("modes")),
+        "quiet": record.get("load_average") is not None and record["load_average"] <= QUIET_LOAD,
     }
 
 
@@ -122,14 +126,25 @@ def markdown(out: dict[str, Any]) -> str:
     lines += ["", "## Goals per process", ""]
     lines += ["| goal | met on | worst process | its value | shortfall |", "|---|---|---|---|---|"]
     for key, (op, goal, extra) in GOALS.items():
-        met = [r for r in rows if shortfall(key, r[key]) == "met"]
-        worst = max(rows, key=lambda r, k=key: _badness(k, r[k]))
+        compared = [r for r in rows if r["quiet"]] if key == "train_seconds" else rows
+        if not compared:
+            lines.append(f"| {key} {_goal_text(op, goal, extra)} | no quiet timing | - | - | not compared |")
+            continue
+        met = [r for r in compared if shortfall(key, r[key]) == "met"]
+        worst = max(compared, key=lambda r, k=key: _badness(k, r[k]))
         value = worst[key]
         shown = f"{value:.0f} s" if key == "train_seconds" else f"{value:.4f}"
         lines.append(
-            f"| {key} {_goal_text(op, goal, extra)} | {len(met)} of {len(rows)} "
+            f"| {key} {_goal_text(op, goal, extra)} | {len(met)} of {len(compared)} "
             f"| {worst['label']} | {shown} | {shortfall(key, value)} |"
         )
+    loaded = [r["label"] for r in rows if not r["quiet"]]
+    if loaded:
+        lines += [
+            "",
+            f"Training times measured at a load average above {QUIET_LOAD:g} (not compared with the goal until "
+            f"rerun on a quiet machine): {', '.join(loaded)}.",
+        ]
     mixtures = sum(r["mixture_of_modes"] for r in rows)
     lines += [
         "",
