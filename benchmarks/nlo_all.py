@@ -71,6 +71,7 @@ def row(record: dict[str, Any]) -> dict[str, Any]:
         "rhat_pred": record["sampler"]["rhat_predictions"],
         "load_average": record.get("load_average"),
         "mixture_of_modes": bool(record.get("modes")),
+        "n_val": record["metrics"].get("val", {}).get("n"),
         "quiet": record.get("load_average") is not None and record["load_average"] <= QUIET_LOAD,
     }
 
@@ -145,6 +146,7 @@ def markdown(out: dict[str, Any]) -> str:
             f"Training times measured at a load average above {QUIET_LOAD:g} (not compared with the goal until "
             f"rerun on a quiet machine): {', '.join(loaded)}.",
         ]
+    lines += _coverage_noise_lines(rows)
     mixtures = sum(r["mixture_of_modes"] for r in rows)
     lines += [
         "",
@@ -153,6 +155,33 @@ def markdown(out: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def coverage_noise(p: float, n_val: int, n_test: int) -> float:
+    """Std of a calibrated model's test coverage at level ``p``: the recalibration map's error from
+    ``n_val`` rows plus the test split's own binomial error from ``n_test`` rows (independent)."""
+    return math.sqrt(p * (1 - p) * (1 / n_val + 1 / n_test))
+
+
+def _coverage_noise_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """How far a perfectly calibrated model's 68.3 % coverage would scatter, against the goal's 2 pp."""
+    measured = [r for r in rows if r.get("n_val")]
+    if not measured:
+        return []
+    p, tol = INTERVAL_LEVELS[0], GOALS["coverage_68"][2]
+    stds = [coverage_noise(p, r["n_val"], r["n_test"]) for r in measured]
+    inside = [math.erf(tol / (s * math.sqrt(2))) for s in stds]
+    within = sum(abs(r["coverage_68"] - p) <= tol for r in measured)
+    return [
+        "",
+        f"The 68.3 % intervals are recalibrated on {min(r['n_val'] for r in measured)}-"
+        f"{max(r['n_val'] for r in measured)} val rows and scored on {min(r['n_test'] for r in measured):,}-"
+        f"{max(r['n_test'] for r in measured):,} test rows, so even a perfectly calibrated model's test coverage "
+        f"scatters by {100 * min(stds):.1f}-{100 * max(stds):.1f} pp (one std: binomial error of the map and of the "
+        f"test rows); it lands within {100 * tol:.0f} pp of nominal with probability {100 * min(inside):.0f}-"
+        f"{100 * max(inside):.0f} %, i.e. on about {sum(inside):.1f} of {len(measured)} processes. Measured: "
+        f"{within} of {len(measured)}.",
+    ]
 
 
 def _goal_text(op: str, goal: float, extra: float) -> str:

@@ -97,3 +97,8 @@ def test_training_times_under_load_are_reported_not_compared(nlo_all):
     line = next(x for x in nlo_all.markdown({"command": "c", "processes_done": 2, "rows": rows}).splitlines()
                 if x.startswith("| train_seconds"))  # fmt: skip
     assert "| 0 of 1 |" in line and line.endswith("| 100 s over |")
+
+
+def test_coverage_noise_adds_the_maps_and_the_test_rows_binomial_errors(nlo_all):
+    assert nlo_all.coverage_noise(0.5, 100, 100) == pytest.approx((0.25 * 0.02) ** 0.5)
+    assert nlo_all.coverage_noise(0.6827, 518, 10**12) == pytest.approx((0.6827 * 0.3173 / 518) ** 0.5)
