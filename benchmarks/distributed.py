@@ -119,6 +119,28 @@ def train_all_job(settings: dict[str, Any], workers: int, work: Path) -> dict[st
     return _on_cluster(workers, lambda client: train_all(0, table, out, client=client, **kwargs))
 
 
+def _one_core_child(settings: dict[str, Any], work: str, queue: Any) -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before JAX starts its threads
+    queue.put(train_all_job(settings, 0, Path(work) / "one-core"))
+
+
+def train_all_one_core_job(settings: dict[str, Any], workers: int, work: Path) -> dict[str, Any]:
+    """The serial run in a fresh process confined to one core (what each worker of the cluster has).
+
+    The serial run of :func:`train_all_job` lets XLA use both cores; this one says how much of the
+    cluster's speed-up is the second core and how much the serial run already had.
+    """
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_one_core_child, args=(settings, str(work), queue))
+    child.start()
+    record = queue.get()
+    child.join()
+    return record | {"cores": 1}
+
+
 def _on_cluster(workers: int, job: Any) -> dict[str, Any]:
     from sigmabnn.distributed.cluster import connect
 
@@ -191,6 +213,15 @@ def render(data: dict[str, Any]) -> str:
         f"(goal >= {GOAL_SPEEDUP}: {'met' if r['speedup'] >= GOAL_SPEEDUP else 'missed'}).\n"
         for r in train
     )
+    one_core = next((r for r in records if r["job"] == "train-all-one-core"), None)
+    summary += "".join(
+        f"The serial run confined to one core took {one_core['seconds']:.1f} s: the serial run on both cores "
+        f"was {one_core['seconds'] / serial['seconds']:.2f}x faster than that, and the {r['workers']}-worker "
+        f"cluster {one_core['seconds'] / r['seconds']:.2f}x.\n"
+        for r in train
+        for serial in [next(x for x in records if x["job"] == "train-all" and x["workers"] == 0)]
+        if one_core is not None
+    )
     s = data["settings"]
     intro = (
         "# train-all and prediction scans on a Dask LocalCluster\n\n"
@@ -216,13 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     meta = _results.run_metadata("benchmarks/distributed.py")
     jobs = [("train-all", 0, train_all_job), ("train-all", settings["workers"], train_all_job)]
     jobs += [("predict", 1, predict_job), ("predict", settings["workers"], predict_job)]
+    jobs += [("train-all-one-core", 0, train_all_one_core_job)]
     for job, workers, run in jobs:
         name = case_name(job, workers)
         if any(r["case"] == name for r in records):
             print(f"{name}: recorded, skipped")
             continue
         record = {"case": name, "job": job, "workers": workers, **run(settings, workers, work)}
-        base_workers = 0 if job == "train-all" else 1
+        base_workers = 0 if job.startswith("train-all") else 1
         base = next((r for r in records if r["job"] == job and r["workers"] == base_workers), None)
         record["speedup"] = 1.0 if workers == base_workers else (base["seconds"] / record["seconds"] if base else None)
         records.append(record)

@@ -15,7 +15,8 @@ def bench():
 
 def test_records_speedups_and_resume(bench, tmp_path, monkeypatch):
     ran = []
-    seconds = {("train-all", 0): 10.0, ("train-all", 2): 5.5, ("predict", 1): 4.0, ("predict", 2): 2.5}
+    seconds = {("train-all", 0): 10.0, ("train-all", 2): 5.5, ("predict", 1): 4.0, ("predict", 2): 2.5,
+               ("train-all-one-core", 0): 12.0}  # fmt: skip
 
     def fake(job):
         def run(settings, workers, work):
@@ -27,16 +28,21 @@ def test_records_speedups_and_resume(bench, tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench, "train_all_job", fake("train-all"))
     monkeypatch.setattr(bench, "predict_job", fake("predict"))
+    monkeypatch.setattr(bench, "train_all_one_core_job", fake("train-all-one-core"))
     out = tmp_path / "d.json"
     assert bench.main(["--smoke", "--out", str(out)]) == 0
-    assert ran == [("train-all", 0), ("train-all", 2), ("predict", 1), ("predict", 2)]
+    assert ran == [("train-all", 0), ("train-all", 2), ("predict", 1), ("predict", 2), ("train-all-one-core", 0)]
     data = json.loads(out.read_text())
     got = {(r["job"], r["workers"]): r["speedup"] for r in data["records"]}
-    assert got == {("train-all", 0): 1.0, ("train-all", 2): 10.0 / 5.5, ("predict", 1): 1.0, ("predict", 2): 1.6}
+    assert got == {("train-all", 0): 1.0, ("train-all", 2): 10.0 / 5.5, ("predict", 1): 1.0, ("predict", 2): 1.6,
+                   ("train-all-one-core", 0): 1.0}  # fmt: skip
     assert data["smoke"] and all(r["peak_rss_mb_per_worker"] == 100.0 for r in data["records"])
     md = out.with_suffix(".md").read_text()
     assert "smoke mode" in md and "goal" not in md  # no goal judged on a smoke run
-    assert "speedup 1.82 against the serial run (goal >= 1.7: met)" in bench.render(data | {"smoke": False})
+    text = bench.render(data | {"smoke": False})
+    assert "speedup 1.82 against the serial run (goal >= 1.7: met)" in text
+    assert "confined to one core took 12.0 s: the serial run on both cores was 1.20x faster" in text
+    assert "the 2-worker cluster 2.18x" in text
     # a second run resumes: every job recorded, nothing runs
     ran.clear()
     assert bench.main(["--smoke", "--out", str(out)]) == 0
