@@ -300,7 +300,7 @@ def markdown(out: dict[str, Any]) -> str:
     ]
     lines += [AMENDMENT, ""]
     lines += [
-        "| candidate | mean NLL excess | mean grad evals | worst train s (first runs, loaded) "
+        "| candidate | mean NLL excess | mean grad evals | worst train s (first runs; load in the table above) "
         "| worst train s (quiet, 2 cores) | over budget (quiet) |"
     ]
     lines += ["|---|---|---|---|---|---|"]
