@@ -148,6 +148,12 @@ def markdown(out: dict[str, Any]) -> str:
             f"rerun on a quiet machine): {', '.join(loaded)}.",
         ]
     lines += _coverage_noise_lines(rows)
+    if out.get("stale"):
+        lines += [
+            "",
+            f"**These models were trained with an earlier configuration**: it differs from today's recommended one "
+            f"in {', '.join(out['stale'])} (`nlo_validation.md`). Rerun the script into a new directory.",
+        ]
     mixtures = sum(r["mixture_of_modes"] for r in rows)
     lines += [
         "",
@@ -222,6 +228,17 @@ def _badness(key: str, value: float) -> float:
     return goal - value
 
 
+def stale_fields(configs: dict[str, dict[str, Any]]) -> list[str]:
+    """The fields in which the records' configurations differ from today's recommended one."""
+    from sigmabnn.workflows.nlo import recommended_config
+
+    fields = set()
+    for process, config in configs.items():
+        now = recommended_config(process)._asdict()
+        fields |= {k for k, v in now.items() if k in config and json.dumps(v, default=list) != json.dumps(config[k])}
+    return sorted(fields)
+
+
 def table(directory: Path, command: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     order = [str(p) for p in processes()]
     records = {}
@@ -238,6 +255,7 @@ def table(directory: Path, command: str, meta: dict[str, Any] | None = None) -> 
         "rows": rows,
         "configs": {p: records[p]["config"] for p in order if p in records},
     }
+    out["stale"] = stale_fields(out["configs"])
     write_json(JSON_PATH, out)
     write_text_atomic(MD_PATH, markdown(out))
     print(f"wrote {JSON_PATH} and {MD_PATH} ({len(rows)} of {len(order)} processes)")

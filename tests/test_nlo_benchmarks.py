@@ -102,3 +102,13 @@ def test_training_times_under_load_are_reported_not_compared(nlo_all):
 def test_coverage_noise_adds_the_maps_and_the_test_rows_binomial_errors(nlo_all):
     assert nlo_all.coverage_noise(0.5, 100, 100) == pytest.approx((0.25 * 0.02) ** 0.5)
     assert nlo_all.coverage_noise(0.6827, 518, 10**12) == pytest.approx((0.6827 * 0.3173 / 518) ** 0.5)
+
+
+def test_records_of_an_earlier_configuration_are_called_stale(nlo_all):
+    from sigmabnn.io.model_file import to_jsonable
+    from sigmabnn.workflows.nlo import recommended_config
+
+    config = to_jsonable(recommended_config("1000022,1000022")._asdict())
+    assert nlo_all.stale_fields({"1000022,1000022": config}) == []
+    old = config | {"hidden": [20, 21], "num_chains": 99}
+    assert nlo_all.stale_fields({"1000022,1000022": old}) == ["hidden", "num_chains"]
