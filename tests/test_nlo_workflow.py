@@ -238,6 +238,7 @@ def test_recommended_run_length_is_the_candidate_chosen_on_held_out_training_row
     chosen = json.loads(bench.JSON_PATH.read_text())["choice"]["chosen"]
     expected = bench.config_for("1000022,1000022", chosen)
     got = nlo.recommended_config("1000022,1000022")
-    fields = ("num_chains", "num_warmup", "num_samples", "map_steps", "map_learning_rate", "map_lbfgs_steps")
+    fields = ("num_chains", "num_warmup", "num_samples", "map_steps", "map_learning_rate", "map_lbfgs_steps",
+              "hidden", "noise_df")  # fmt: skip
     assert {f: getattr(got, f) for f in fields} == {f: getattr(expected, f) for f in fields}
     assert got.derive == expected.derive  # the chosen candidate uses the library's own features
