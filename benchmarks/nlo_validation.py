@@ -136,15 +136,28 @@ def record_path(process: str, candidate: str) -> Path:
     return RECORDS_DIR / f"{process.replace(',', '_')}__{candidate}.json"
 
 
-def run_one(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]:
-    """Train ``candidate`` on ``process``'s training rows and score it on the selection rows."""
+def _timed_fit(process: str, candidate: str, table: pd.DataFrame) -> tuple[Any, Any, pd.DataFrame, dict[str, Any]]:
+    """Train ``candidate`` on ``process``'s training rows: its config, result, selection rows and timing.
+
+    The timing: wall seconds, the 1-minute load average (mean of before and after) and the cores
+    this process may use.
+    """
     config = config_for(process, candidate)
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     result = nlo.train_process(SEED, process, config, data=table, progress=False, score=False)
-    seconds = time.perf_counter() - t0
-    load = (load_before + os.getloadavg()[0]) / 2
+    timing = {
+        "train_seconds": time.perf_counter() - t0,
+        "load_average": (load_before + os.getloadavg()[0]) / 2,
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+    }
     rows = table[(table["split"] == "test") & table[config.target].notna() & (table[config.target] > 0)]
+    return config, result, rows, timing
+
+
+def run_one(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]:
+    """Train ``candidate`` on ``process``'s training rows and score it on the selection rows."""
+    config, result, rows, timing = _timed_fit(process, candidate, table)
     m = score_splits(result.fitted, {"select": rows})["select"]
     nll = evaluate(result.fitted, rows, rows)["log10"]["nll"]
     sampler = result.report.sampler
@@ -160,11 +173,9 @@ def run_one(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]
             "p99_rel_err": m["rel_err"]["q0.99"],
             "nll_log10": nll,
             "coverage": list(m["coverage_interval"].values()),
-            "train_seconds": seconds,
             "grad_evals": sampler.num_grad_evals,
             "rhat_predictions": sampler.rhat_predictions,
-            "load_average": load,
-            "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            **timing,
             "settings": config._asdict(),
         }
     )
@@ -176,17 +187,10 @@ def retime(process: str, candidate: str, table: pd.DataFrame) -> dict[str, Any]:
     Returns the timing: seconds, load average, cores, gradient evaluations and the selection-row
     NLL (the same fit as the record's, so the NLL shows the rerun reproduced it).
     """
-    config = config_for(process, candidate)
-    load_before = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    result = nlo.train_process(SEED, process, config, data=table, progress=False, score=False)
-    seconds = time.perf_counter() - t0
-    rows = table[(table["split"] == "test") & table[config.target].notna() & (table[config.target] > 0)]
+    _, result, rows, timing = _timed_fit(process, candidate, table)
     return to_jsonable(
         {
-            "train_seconds": seconds,
-            "load_average": (load_before + os.getloadavg()[0]) / 2,
-            "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            **timing,
             "grad_evals": result.report.sampler.num_grad_evals,
             "nll_log10": evaluate(result.fitted, rows, rows)["log10"]["nll"],
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
