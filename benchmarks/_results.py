@@ -43,6 +43,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
+    """``data`` as indented JSON at ``path``, written then renamed."""
     write_text_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
@@ -64,7 +65,7 @@ def machine(load_start: tuple[float, ...], **versions: str) -> dict[str, Any]:
 
 def write(path: Path, out: dict[str, Any], markdown: str) -> None:
     """``out`` as JSON at ``path`` and ``markdown`` beside it (``.md``), each written then renamed."""
-    write_text_atomic(path, json.dumps(out, indent=2) + "\n")
+    write_json(path, out)
     write_text_atomic(path.with_suffix(".md"), markdown)
     print(f"wrote {path} and {path.with_suffix('.md')}")
 

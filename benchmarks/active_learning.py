@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write, write_text_atomic  # noqa: E402
 
 RESULTS = RESULTS_DIR / "active_learning.json"
 PROCESSES = ("1000022,1000022", "1000024,-1000024", "1000022,1000024")
@@ -233,8 +233,7 @@ def render(data: dict) -> str:
 
 def save(runs: list[dict], settings: dict, meta: dict, path: Path) -> None:
     data = {"meta": finish_metadata(meta), "settings": settings, "runs": runs, "summary": summarise(runs)}
-    write_json(path, data)
-    write_text_atomic(path.with_suffix(".md"), render(data))
+    write(path, data, render(data))
     figure(runs, path.with_suffix(".png"))
 
 

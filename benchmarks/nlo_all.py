@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write  # noqa: E402
 from sigmabnn.datasets import processes  # noqa: E402
 from sigmabnn.evaluate.report import INTERVAL_LEVELS  # noqa: E402
 from sigmabnn.physics.processes import CHARGINOS, parse_process  # noqa: E402
 
 JSON_PATH = RESULTS_DIR / "nlo_all.json"
-MD_PATH = RESULTS_DIR / "nlo_all.md"
 DEFAULT_DIR = Path(os.environ.get("SIGMABNN_BENCH_DIR", Path.home() / ".cache" / "sigmabnn-bench")) / "nlo_all"
 
 COVERAGE_NAMES = ("coverage_68", "coverage_95", "coverage_997")
@@ -256,9 +255,8 @@ def table(directory: Path, command: str, meta: dict[str, Any] | None = None) -> 
         "configs": {p: records[p]["config"] for p in order if p in records},
     }
     out["stale"] = stale_fields(out["configs"])
-    write_json(JSON_PATH, out)
-    write_text_atomic(MD_PATH, markdown(out))
-    print(f"wrote {JSON_PATH} and {MD_PATH} ({len(rows)} of {len(order)} processes)")
+    write(JSON_PATH, out, markdown(out))
+    print(f"{len(rows)} of {len(order)} processes")
     return out
 
 

@@ -26,14 +26,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write  # noqa: E402
 from sigmabnn.data.features import add_derived, as_derived  # noqa: E402
 from sigmabnn.datasets import load_ewino, processes  # noqa: E402
 from sigmabnn.physics.amplitude_features import proxy_features, resonance_features  # noqa: E402
 from sigmabnn.physics.processes import NEUTRALINOS  # noqa: E402
 
 JSON_PATH = RESULTS_DIR / "nlo_proxy_cv.json"
-MD_PATH = RESULTS_DIR / "nlo_proxy_cv.md"
 FOLDS = 5
 SEED = 0
 CURRENT = {"proxy": "sl+1_sr-1_k2_s040000", "lpint": "contact2"}
@@ -124,9 +123,8 @@ def main() -> int:
     out = {"benchmark": finish_metadata(meta), "folds": FOLDS, "seed": SEED, "scores": scores, "means": means}
     out["chosen"] = {k: f"{k}:{v}" for k, v in chosen.items()}
     out["current"] = CURRENT
-    write_json(JSON_PATH, out)
-    write_text_atomic(MD_PATH, markdown(out))
-    print(f"wrote {JSON_PATH}; chosen {chosen}; current {CURRENT}")
+    write(JSON_PATH, out, markdown(out))
+    print(f"chosen {chosen}; current {CURRENT}")
     return 0
 
 

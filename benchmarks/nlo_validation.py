@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write, write_json  # noqa: E402
 from sigmabnn.data.features import as_derived  # noqa: E402
 from sigmabnn.datasets import load_ewino  # noqa: E402
 from sigmabnn.evaluate.metrics import evaluate  # noqa: E402
@@ -57,7 +57,6 @@ from sigmabnn.workflows import nlo  # noqa: E402
 
 RECORDS_DIR = RESULTS_DIR / "nlo_validation"
 JSON_PATH = RESULTS_DIR / "nlo_validation.json"
-MD_PATH = RESULTS_DIR / "nlo_validation.md"
 SEED = 0
 SELECT_FRACTION = 0.15
 BUDGET_SECONDS = 300.0
@@ -346,9 +345,8 @@ def table() -> None:
     records = [json.loads(p.read_text()) for p in sorted(RECORDS_DIR.glob("*.json"))]
     out = {"benchmark": run_metadata("benchmarks/nlo_validation.py"), "records": records, "choice": choose(records)}
     out["benchmark"] = finish_metadata(out["benchmark"])
-    write_json(JSON_PATH, out)
-    write_text_atomic(MD_PATH, markdown(out))
-    print(f"wrote {JSON_PATH} and {MD_PATH}; chosen: {out['choice']['chosen']}")
+    write(JSON_PATH, out, markdown(out))
+    print(f"chosen: {out['choice']['chosen']}")
 
 
 def _retime_all(candidates: list[str], processes: list[str], data: pd.DataFrame) -> None:

@@ -33,14 +33,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, run_metadata, write  # noqa: E402
 from nlo_all import DEFAULT_DIR  # noqa: E402
 from sigmabnn import load_model  # noqa: E402
 from sigmabnn.datasets import load_ewino, processes  # noqa: E402
 from sigmabnn.predict import predict  # noqa: E402
 
 JSON_PATH = RESULTS_DIR / "nlo_worst.json"
-MD_PATH = RESULTS_DIR / "nlo_worst.md"
 LEVEL = 0.997
 TOP = 10
 
@@ -132,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(analyse(load_model(path), part, process))
         print(f"{process.label}: share of the worst {TOP} rows {100 * rows[-1]['share_top10']:.0f} %", flush=True)
     out = {"benchmark": finish_metadata(meta), "directory": str(args.out), "rows": rows}
-    write_json(JSON_PATH, out)
-    write_text_atomic(MD_PATH, markdown(out))
-    print(f"wrote {JSON_PATH} and {MD_PATH} ({len(rows)} processes)")
+    write(JSON_PATH, out, markdown(out))
     return 0
 
 
