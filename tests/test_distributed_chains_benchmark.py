@@ -47,4 +47,12 @@ def test_the_synthetic_table_and_fit_settings(bench):
     df = bench.table(bench.SIZES["small"])
     assert df.shape == (200, 4) and list(df.columns) == ["x0", "x1", "x2", "y"]
     kwargs = bench.fit_kwargs(bench.SIZES["larger"], "nuts")
-    assert kwargs["method"] == "nuts" and kwargs["num_chains"] == 8 and kwargs["map"] == {"num_steps": 2000}
+    assert kwargs["method"] == "nuts" and kwargs["num_chains"] == 8 and kwargs["map"] == {"num_steps": 1000}
+    assert kwargs["max_tree_depth"] == 6 and "max_tree_depth" not in bench.fit_kwargs(bench.SIZES["small"], "nuts")
+
+
+def test_the_page_says_whether_the_machine_was_quiet(bench):
+    quiet = [{"load_1min_before": 1.2, "load_1min_after": 2.4}]
+    busy = [*quiet, {"load_1min_before": 2.4, "load_1min_after": 2.6}]
+    assert "quiet machine" in bench._load_sentence(quiet) and "under load" not in bench._load_sentence(quiet)
+    assert "under load" in bench._load_sentence(busy)
