@@ -112,3 +112,13 @@ def test_records_of_an_earlier_configuration_are_called_stale(nlo_all):
     assert nlo_all.stale_fields({"1000022,1000022": config}) == []
     old = config | {"hidden": [20, 21], "num_chains": 99}
     assert nlo_all.stale_fields({"1000022,1000022": old}) == ["hidden", "num_chains"]
+
+
+def test_worst_rows_page_says_how_far_another_run_is():
+    worst = load_benchmark("nlo_worst")
+    same = {"r2_log": 0.9975, "nlo_all_r2_log": 0.9975, "median_rel_err": 0.0078, "nlo_all_median_rel_err": 0.0078}
+    rerun = {"r2_log": 0.9990, "nlo_all_r2_log": 0.9989, "median_rel_err": 0.0045, "nlo_all_median_rel_err": 0.0042}
+    assert "at most 0.0000" in worst._runs_sentence([same]) and "at most 0.00 pp" in worst._runs_sentence([same])
+    text = worst._runs_sentence([same, rerun])
+    assert "2 processes" in text and "at most 0.0001" in text and "at most 0.03 pp" in text
+    assert "No `nlo_all.json` row" in worst._runs_sentence([{"r2_log": 0.99, "nlo_all_r2_log": None}])
