@@ -132,8 +132,9 @@ def _runs_sentence(rows: list[dict[str, Any]]) -> str:
     return (
         f"These models against `nlo_all.json`'s on the same test rows ({len(both)} processes): R^2 log differs by "
         f"at most {d_r2:.4f} and the median relative error by at most {100 * d_med:.2f} pp (0 and 0 when they are "
-        "the same models; another run of the same command and seeds differs by this much, since XLA's "
-        "multi-threaded CPU arithmetic is not reproducible bit for bit and the fits amplify it)."
+        "the same models; a second run of the same command and seeds gave models this far from the first: the "
+        "3,000-step MAP fits and their chains are not reproducible bit for bit from run to run on this machine, "
+        "though a short fit was in a check, so where the difference enters was not isolated)."
     )
 
 
