@@ -41,5 +41,5 @@ RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")
 """The PIT rows a fit can recalibrate on (``recalibrate`` of :func:`sigmabnn.api.fit`)."""
 
 #: Acquisition criteria of :func:`sigmabnn.acquisition.select` and its batch modes.
-ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "variance", "relative_std", "random")
+ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "epig", "variance", "relative_std", "random")
 ACQUISITION_BATCH_MODES: tuple[str, ...] = ("greedy", "top")

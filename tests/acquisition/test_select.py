@@ -42,6 +42,31 @@ def test_streamed_chunks_select_what_one_table_selects(model, candidates, criter
     pd.testing.assert_frame_equal(out.drop(columns="score"), candidates.loc[out.index])
 
 
+@pytest.mark.parametrize("batch", ["greedy", "top"])
+def test_epig_with_given_targets_streams_like_one_table(model, candidates, batch):
+    targets = candidates.iloc[::10][["a", "b"]]
+    whole = select(model, candidates, 10, criterion="epig", batch=batch, pool_size=100, targets=targets)
+    chunks = (candidates.iloc[i : i + 37] for i in range(0, len(candidates), 37))
+    streamed = select(model, chunks, 10, criterion="epig", batch=batch, pool_size=100, targets=targets)
+    assert list(streamed.rows.index) == list(whole.rows.index) and np.allclose(streamed.scores, whole.scores)
+    assert whole.rows.index.is_unique and np.all(whole.scores >= 0)
+
+
+def test_epig_targets_default_to_a_seeded_sample_of_the_first_chunk(model, candidates):
+    """Without targets, EPIG's are EPIG_TARGETS rows of the first chunk drawn by default_rng(seed): the same
+    selection as passing those rows, and another seed draws other targets."""
+    from sigmabnn.acquisition.epig import EPIG_TARGETS
+
+    first = candidates.iloc[:300]
+    rows = np.sort(np.random.default_rng(3).choice(len(first), size=EPIG_TARGETS, replace=False))
+    chunks = (candidates.iloc[i : i + 300] for i in range(0, len(candidates), 300))
+    default = select(model, chunks, 10, criterion="epig", seed=3)
+    given = select(model, candidates, 10, criterion="epig", targets=first.iloc[rows][["a", "b"]])
+    assert list(default.rows.index) == list(given.rows.index) and np.allclose(default.scores, given.scores)
+    other = select(model, candidates.iloc[:300], 10, criterion="epig", seed=4)
+    assert not np.allclose(other.scores, select(model, candidates.iloc[:300], 10, criterion="epig", seed=3).scores)
+
+
 def test_top_scores_are_sorted_and_greedy_starts_at_the_best(model, candidates):
     top = select(model, candidates, 10, criterion="bald", batch="top")
     assert np.all(np.diff(top.scores) <= 0)

@@ -90,3 +90,18 @@ def test_missing_columns_and_files(model_dir, candidates, tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_acquire_epig_is_reproducible_by_seed(model_dir, candidates, tmp_path):
+    path, fitted = model_dir
+    cand = tmp_path / "cand.csv"
+    candidates.to_csv(cand, index=False)
+    outs = []
+    for name in ("a.csv", "b.csv"):
+        out = tmp_path / name
+        args = ["acquire", str(path), str(cand), "--n", "6", "--criterion", "epig", "--seed", "2", "-o", str(out)]
+        assert main(args) == 0
+        outs.append(pd.read_csv(out))
+    pd.testing.assert_frame_equal(outs[0], outs[1])
+    expected = select(fitted, candidates.iloc[:100_000], 6, criterion="epig", seed=2)
+    assert outs[0]["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()

@@ -5,6 +5,8 @@ This package only re-exports from its submodules:
 - :mod:`~sigmabnn.acquisition.regression`: single-point scores of a regression model's predictive
   mixture (epistemic variance, relative epistemic std, BALD).
 - :mod:`~sigmabnn.acquisition.batch`: greedy batch selection conditioning on the picks.
+- :mod:`~sigmabnn.acquisition.epig`: EPIG, the information a label gives about the predictions at
+  target inputs (Bickford Smith et al. 2023), and its greedy conditioned batch.
 - :mod:`~sigmabnn.acquisition.select`: :func:`select`, the streamed selection from a candidate table.
 - :mod:`~sigmabnn.acquisition.classification`: scores of a classifier's candidates from every
   network's class probabilities (BALD, maximum entropy, variation ratios, random); its BALD is
@@ -20,13 +22,14 @@ from sigmabnn.acquisition.classification import (
     select_batch,
     variation_ratios,
 )
+from sigmabnn.acquisition.epig import greedy_epig_batch
 from sigmabnn.acquisition.regression import (
     aleatoric_variance,
     bald,
     epistemic_variance,
     relative_epistemic_std,
 )
-from sigmabnn.acquisition.select import BATCH_MODES, CRITERIA, Selection, candidate_scores, select
+from sigmabnn.acquisition.select import BATCH_MODES, CRITERIA, Selection, Targets, candidate_scores, select
 
 __all__ = [
     "BATCH_MODES",
@@ -34,12 +37,14 @@ __all__ = [
     "CRITERIA",
     "BatchPicks",
     "Selection",
+    "Targets",
     "aleatoric_variance",
     "bald",
     "candidate_scores",
     "classification_scores",
     "epistemic_variance",
     "greedy_batch",
+    "greedy_epig_batch",
     "max_entropy",
     "predictive_entropy",
     "relative_epistemic_std",

@@ -9,8 +9,12 @@ variance, ``pool_size x T`` floats: memory does not grow with the number of cand
 
 Criteria (:data:`CRITERIA`): ``"bald"`` (:func:`~sigmabnn.acquisition.regression.bald`),
 ``"variance"`` (:func:`~sigmabnn.acquisition.regression.epistemic_variance`, log space for a log
-target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_epistemic_std`) and
-``"random"`` (a uniform score from the seed and the row's position: a uniformly random batch).
+target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_epistemic_std`),
+``"epig"`` (:mod:`~sigmabnn.acquisition.epig`: the information a label gives about the predictions
+at target inputs, by default a seeded sample of :data:`~sigmabnn.acquisition.epig.EPIG_TARGETS`
+rows of the first candidate chunk; its batch is picked by
+:func:`~sigmabnn.acquisition.epig.greedy_epig_batch`) and ``"random"`` (a uniform score from the
+seed and the row's position: a uniformly random batch).
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ import numpy as np
 import pandas as pd
 
 from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
+from sigmabnn.acquisition.epig import EPIG_TARGETS, centred_rows, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
 from sigmabnn.predict.components import draw_components
 
-__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "candidate_scores", "raw_inputs", "select"]
+__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "Targets", "candidate_scores", "raw_inputs", "select"]
 
 CRITERIA: tuple[str, ...] = ACQUISITION_CRITERIA
 BATCH_MODES: tuple[str, ...] = ACQUISITION_BATCH_MODES
@@ -53,6 +58,14 @@ class Selection(NamedTuple):
     rows: pd.DataFrame
     scores: np.ndarray
     num_candidates: int
+
+
+class Targets(NamedTuple):
+    """The draws at EPIG's target inputs: ``draw_means`` ``[M, T]`` (log space, first target) and
+    ``aleatoric`` ``[M]`` (the networks' mean noise variance), float64."""
+
+    draw_means: np.ndarray
+    aleatoric: np.ndarray
 
 
 class _Pool(NamedTuple):
@@ -87,11 +100,33 @@ def _inputs(fitted: FittedModel, chunk: pd.DataFrame, features: Sequence[str] | 
     return pd.DataFrame({name: chunk[c].to_numpy() for name, c in zip(raw, features)}, index=chunk.index)
 
 
-def candidate_scores(fitted: FittedModel, x: Any, criterion: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(scores [n], draw_means [n, T], aleatoric [n])`` of the rows of ``x`` under ``criterion``
-    (not ``"random"``); ``draw_means`` are the networks' log-space means of the first target."""
+def target_draws(fitted: FittedModel, x: Any) -> Targets:
+    """The model's draws at target inputs ``x`` (raw inputs, as for :func:`candidate_scores`)."""
     comps = draw_components(fitted, x)
-    return _SCORES[criterion](comps), comps.mean[..., 0], aleatoric_variance(comps)
+    return Targets(comps.mean[..., 0], aleatoric_variance(comps))
+
+
+def candidate_scores(
+    fitted: FittedModel, x: Any, criterion: str, targets: Targets | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(scores [n], draw_means [n, T], aleatoric [n])`` of the rows of ``x`` under ``criterion``
+    (not ``"random"``; ``"epig"`` needs ``targets``); ``draw_means`` are the networks' log-space
+    means of the first target."""
+    comps = draw_components(fitted, x)
+    means, aleatoric = comps.mean[..., 0], aleatoric_variance(comps)
+    if criterion != "epig":
+        return _SCORES[criterion](comps), means, aleatoric
+    if targets is None:
+        raise InputError("the epig criterion needs target inputs")
+    t = centred_rows(targets.draw_means)
+    return epig_from_rows(centred_rows(means), aleatoric, t, targets.aleatoric), means, aleatoric
+
+
+def _default_targets(fitted: FittedModel, chunk: pd.DataFrame, seed: int) -> Targets:
+    """EPIG's targets when none are given: a seeded sample of up to ``EPIG_TARGETS`` rows of ``chunk``."""
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(chunk), size=min(EPIG_TARGETS, len(chunk)), replace=False)
+    return target_draws(fitted, chunk.iloc[np.sort(rows)])
 
 
 def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_size: int | None) -> int:
@@ -129,6 +164,7 @@ def select(
     pool_size: int | None = None,
     seed: int = 0,
     features: Sequence[str] | None = None,
+    targets: pd.DataFrame | None = None,
 ) -> Selection:
     """The ``n`` candidates to label next (module docstring), best first.
 
@@ -144,6 +180,9 @@ def select(
         seed: the key of ``"random"``'s scores (``jax.random.key(seed)``).
         features: the candidate columns holding the model's raw inputs, in the order of
             :func:`raw_inputs` (``None``: the columns named as the model's).
+        targets: for ``"epig"``, the inputs where predictions are wanted (the model's raw input
+            columns, not mapped by ``features``); ``None``: a sample of the first chunk (seeded by
+            ``seed``).
 
     Raises:
         InputError / DataError: bad arguments, a categorical model, missing or non-finite inputs.
@@ -151,6 +190,7 @@ def select(
     keep = _check(fitted, n, criterion, batch, pool_size)
     chunks = [candidates] if isinstance(candidates, pd.DataFrame) else candidates
     key, pool, total = jax.random.key(seed), None, 0
+    target_set: Targets | None = None
     for chunk in chunks:
         chunk = chunk.set_axis(pd.RangeIndex(total, total + len(chunk)))
         if len(chunk) == 0:
@@ -159,13 +199,18 @@ def select(
             u = np.asarray(_uniform(key, jnp.arange(total, total + len(chunk))))
             new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
         else:
-            new = _Pool(chunk, *candidate_scores(fitted, _inputs(fitted, chunk, features), criterion))
+            x = _inputs(fitted, chunk, features)
+            if criterion == "epig" and target_set is None:
+                target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
+            new = _Pool(chunk, *candidate_scores(fitted, x, criterion, target_set))
         pool, total = _merge(pool, new, keep), total + len(chunk)
     if pool is None:
         raise InputError("no candidate rows to choose from")
     k = min(int(n), len(pool.scores))
     picks: BatchPicks
-    if batch == "greedy" and criterion != "random":
+    if batch == "greedy" and criterion == "epig":
+        picks = greedy_epig_batch(pool.draw_means, pool.aleatoric, *target_set, k)
+    elif batch == "greedy" and criterion != "random":
         picks = greedy_batch(pool.draw_means, pool.aleatoric, pool.scores, k, criterion)
     else:
         picks = top_scores(pool.scores, k)

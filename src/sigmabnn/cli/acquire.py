@@ -12,7 +12,8 @@ DESCRIPTION = (
     "Score every row of CANDIDATES (.csv or .parquet, read in chunks) with an acquisition criterion of the "
     "model's draws and write the N chosen rows, all their columns unchanged, plus a 'score' column, best first. "
     "Criteria: bald (mutual information between the label and the weights), variance (epistemic variance, "
-    "log space for a log target), relative_std (relative epistemic std of the target), random. The batch is "
+    "log space for a log target), relative_std (relative epistemic std of the target), epig (information about "
+    "the labels at a seeded sample of the first chunk's rows, the predictions one wants), random. The batch is "
     "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores)."
 )
 
@@ -32,7 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pool-size", type=common.positive_int, metavar="K", help="best rows kept for the batch step")
     p.add_argument("--chunk-rows", type=common.positive_int, default=100_000, metavar="R", help="rows read at a time")
-    p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed of the random criterion")
+    p.add_argument(
+        "--seed", type=common.seed, default=0, metavar="N", help="seed of the random criterion and of epig's targets"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
