@@ -217,7 +217,10 @@ def render(data: dict[str, Any]) -> str:
     summary += "".join(
         f"The serial run confined to one core took {one_core['seconds']:.1f} s: the serial run on both cores "
         f"was {one_core['seconds'] / serial['seconds']:.2f}x faster than that, and the {r['workers']}-worker "
-        f"cluster {one_core['seconds'] / r['seconds']:.2f}x.\n"
+        f"cluster {one_core['seconds'] / r['seconds']:.2f}x. The ideal of {r['workers']} one-core workers is "
+        f"the one-core time over {r['workers']}, {one_core['seconds'] / r['workers']:.1f} s: "
+        f"{serial['seconds'] * r['workers'] / one_core['seconds']:.2f}x the serial run, the ceiling of the "
+        "speedup on this machine.\n"
         for r in train
         for serial in [next(x for x in records if x["job"] == "train-all" and x["workers"] == 0)]
         if one_core is not None
@@ -238,7 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true", help="a tiny run into a temporary directory")
     p.add_argument("--out", type=Path, help="results JSON (default results/distributed.json; smoke: a temp dir)")
     p.add_argument("--work", type=Path, help="working directory for models and data (default: beside --out)")
+    p.add_argument("--table", action="store_true", help="only rewrite the Markdown page from the results JSON")
     args = p.parse_args(argv)
+    if args.table:
+        out = args.out or RESULTS
+        data = json.loads(out.read_text())
+        _results.write(out, data, render(data))
+        return 0
     settings = dict(SMOKE if args.smoke else FULL)
     out = args.out or (SMOKE_OUT if args.smoke else RESULTS)
     work = args.work or out.parent / f".{out.stem}-work"

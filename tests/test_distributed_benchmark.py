@@ -43,6 +43,11 @@ def test_records_speedups_and_resume(bench, tmp_path, monkeypatch):
     assert "speedup 1.82 against the serial run (goal >= 1.7: met)" in text
     assert "confined to one core took 12.0 s: the serial run on both cores was 1.20x faster" in text
     assert "the 2-worker cluster 2.18x" in text
+    assert "ideal of 2 one-core workers is the one-core time over 2, 6.0 s: 1.67x the serial run" in text
+    out.with_suffix(".md").write_text("stale")
+    runs_before = len(ran)
+    assert bench.main(["--table", "--out", str(out)]) == 0  # the page again from the JSON, nothing run
+    assert "smoke mode" in out.with_suffix(".md").read_text() and len(ran) == runs_before
     # a second run resumes: every job recorded, nothing runs
     ran.clear()
     assert bench.main(["--smoke", "--out", str(out)]) == 0
