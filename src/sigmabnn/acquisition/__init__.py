@@ -7,7 +7,8 @@ This package only re-exports from its submodules:
 - :mod:`~sigmabnn.acquisition.batch`: greedy batch selection conditioning on the picks.
 - :mod:`~sigmabnn.acquisition.select`: :func:`select`, the streamed selection from a candidate table.
 - :mod:`~sigmabnn.acquisition.classification`: scores of a classifier's candidates from every
-  network's class probabilities (BALD, maximum entropy, variation ratios, random); its BALD is
+  network's class probabilities (BALD, maximum entropy, variation ratios, random) and the stochastic
+  (power or softmax) batch draw; its BALD is
   :func:`sigmabnn.acquisition.classification.bald` (``bald`` here is the regression one).
 """
 
@@ -18,6 +19,7 @@ from sigmabnn.acquisition.classification import (
     max_entropy,
     predictive_entropy,
     select_batch,
+    stochastic_batch,
     variation_ratios,
 )
 from sigmabnn.acquisition.regression import (
@@ -45,6 +47,7 @@ __all__ = [
     "relative_epistemic_std",
     "select",
     "select_batch",
+    "stochastic_batch",
     "top_scores",
     "variation_ratios",
 ]
