@@ -186,8 +186,22 @@ def _scores(fitted, table, rows: bool = False, members: bool = False) -> dict[st
     if members:  # an ensemble: its single networks, raw
         for split, part in (("val", val), ("test", test)):
             p = network_probabilities(fitted, part[feats], calibrated=False)
-            out[f"member_{split}_nll_raw"] = [nll(pm, fitted.classes.encode(part["digit"])) for pm in p]
+            codes = fitted.classes.encode(part["digit"])
+            out[f"member_{split}_nll_raw"] = [nll(pm, codes) for pm in p]
+            if split == "val":
+                out.update(_shared_mistakes(p, codes))
     return out
+
+
+def _shared_mistakes(p: np.ndarray, codes: np.ndarray) -> dict[str, Any]:
+    """The share of an ensemble's raw val NLL its misclassified rows carry; how many every member gets wrong."""
+    mean = p.mean(axis=0)
+    row_nll = -np.log(np.maximum(mean[np.arange(codes.size), codes], 1e-300))
+    wrong = mean.argmax(axis=1) != codes
+    all_wrong = np.all(p.argmax(axis=2) != codes[None], axis=0)
+    share = float(row_nll[wrong].sum() / row_nll.sum())
+    return {"val_wrong_rows": int(wrong.sum()), "val_nll_share_of_wrong_rows": share,
+            "val_wrong_rows_wrong_in_every_member": int((wrong & all_wrong).sum())}  # fmt: skip
 
 
 def _fit(table, method: str, options: dict[str, Any], seed: int = 0):
@@ -515,10 +529,16 @@ def _member_line(summary: dict[str, Any]) -> str:
     if not e or "member_test_nll_raw" not in e:
         return ""
     v, t = np.asarray(e["member_val_nll_raw"]), np.asarray(e["member_test_nll_raw"])
+    m = summary["final"].get("map", {})
+    same = (m.get("learning_rate"), m.get("epochs")) == (e["learning_rate"], e["epochs"])
     return (f"The chosen ensemble's {t.size} single networks (T = 1): val NLL {v.min():.4f} to {v.max():.4f} "
             f"(mean {v.mean():.4f}) against the ensemble's {e['val_nll_raw']:.4f}; test NLL {t.min():.4f} to "
-            f"{t.max():.4f} (mean {t.mean():.4f}) against {e['test_nll_raw']:.4f}. Its first member is the `map` "
-            "network of the same rate and budget (the same key).")  # fmt: skip
+            f"{t.max():.4f} (mean {t.mean():.4f}) against {e['test_nll_raw']:.4f}. An ensemble's first member is "
+            "the `map` network of the same rate and budget (the same key); the chosen `map` network "
+            + ("is this ensemble's first member." if same else "has another rate or budget.")
+            + f" Its {e['val_wrong_rows']} misclassified val rows carry {e['val_nll_share_of_wrong_rows']:.0%} of its "
+            f"val NLL, and {e['val_wrong_rows_wrong_in_every_member']} of them are misclassified by every member: "
+            "where the members make the same confident mistakes, averaging them cannot lower the NLL.")  # fmt: skip
 
 
 FINAL_COLS = [("method", "method", ""), ("learning_rate", "lr", "g"), ("epochs", "epochs", "d"),
