@@ -16,7 +16,7 @@ fixed before the runs); the ``test`` rows are scored once, for the chosen config
   is that of the chosen rate.
 - ``ensemble``: :data:`ENSEMBLE_MEMBERS` x :data:`LEARNING_RATES` x :data:`BUDGETS` MAP networks,
   chosen by the same rule. Its first member is the ``map`` network of the same rate and budget (the
-  same key), so the two are paired.
+  same key): when both choose the same rate and budget, the two are paired.
 - ``nuts``: one NUTS run (MAP starts, 2 chains, tree depth 7), the error after the first ``k``
   draws of each chain.
 
@@ -41,7 +41,7 @@ the criteria BALD, max entropy, variation ratios and random
 function serves every round. The acquired batch is the :data:`ACQUIRE` highest scores (``top``) or
 a draw without replacement with probabilities proportional to the score (``power``, Kirsch et al.
 2023, :func:`sigmabnn.acquisition.stochastic_batch`), which spreads a batch over several uncertain
-regions instead of near-duplicates of one.
+regions instead of near-duplicates of one (random's batch is uniform under either rule).
 
 The model's members and steps and the batch rule are chosen by a pilot on the val rows
 (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for each
