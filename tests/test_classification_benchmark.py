@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from tests.conftest import load_benchmark
 
@@ -21,6 +22,35 @@ def test_labels_to_reach_averages_over_seeds():
     assert bench.labels_to_reach(records, "random") is None
 
 
+def test_ece_of_rows_matches_the_library_ece():
+    from sigmabnn.evaluate.classification import ece
+
+    bench = load_benchmark("classification")
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.full(10, 0.3), size=400)
+    y = rng.integers(0, 10, 400)
+    conf, correct = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
+    assert bench.ece_of_rows(conf, correct) == pytest.approx(ece(p, y), rel=1e-12)
+
+
+def test_noise_pairs_the_rows_and_measures_ece_spread():
+    bench = load_benchmark("classification")
+    rng = np.random.default_rng(1)
+    n = 300
+    base_nll = rng.exponential(0.1, n)
+    conf = rng.uniform(0.6, 1.0, n)
+
+    def rows(nll):
+        return {"nll": nll.tolist(), "conf": conf.tolist(), "correct": (rng.random(n) < conf).astype(int).tolist()}
+
+    out = bench.noise({"rows": rows(base_nll + 0.01)}, {"rows": rows(base_nll)})
+    # every row differs by exactly 0.01: the paired difference is 0.01 with no spread
+    assert out["nll_diff"] == pytest.approx(0.01) and out["nll_diff_se"] == pytest.approx(0.0, abs=1e-12)
+    assert 0.0 < out["ece_bootstrap_sd"] < 0.1
+    assert out["ece_bootstrap_5_95"][0] <= out["ece_bootstrap_5_95"][1]
+    assert 0.0 < out["ece_calibrated_floor_mean"] <= out["ece_calibrated_floor_95"]
+
+
 @pytest.mark.heavy
 @pytest.mark.slow
 def test_smoke_run_writes_every_record_and_resumes(tmp_path):
@@ -31,7 +61,11 @@ def test_smoke_run_writes_every_record_and_resumes(tmp_path):
     assert {r["criterion"] for r in active} == {"bald", "random"}
     assert all(set(r) >= {"criterion", "seed", "n_labels", "test_error"} for r in active)
     assert sorted({r["n_labels"] for r in active}) == [20, 30, 40]
+    assert all("val_error" in r for r in active)
     assert {r["method"] for r in result["progress"]} >= {"map", "bbb", "ensemble", "nuts"}
+    summary = result["summary"]
+    assert summary["best_bnn"] != "map" and summary["noise"]["nll_diff_se"] >= 0.0
+    assert sum(r["chosen"] for r in summary["pilot"]) == 1
     assert (tmp_path / "classification_progress.png").exists() and (tmp_path / "classification_active.png").exists()
     state = (tmp_path / "classification_state.json").read_text()
     assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0  # resumed: nothing is refitted

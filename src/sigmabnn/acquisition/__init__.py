@@ -9,7 +9,8 @@ This package only re-exports from its submodules:
   target inputs (Bickford Smith et al. 2023), and its greedy conditioned batch.
 - :mod:`~sigmabnn.acquisition.select`: :func:`select`, the streamed selection from a candidate table.
 - :mod:`~sigmabnn.acquisition.classification`: scores of a classifier's candidates from every
-  network's class probabilities (BALD, maximum entropy, variation ratios, random); its BALD is
+  network's class probabilities (BALD, maximum entropy, variation ratios, random) and the stochastic
+  (power or softmax) batch draw; its BALD is
   :func:`sigmabnn.acquisition.classification.bald` (``bald`` here is the regression one).
 """
 
@@ -20,6 +21,7 @@ from sigmabnn.acquisition.classification import (
     max_entropy,
     predictive_entropy,
     select_batch,
+    stochastic_batch,
     variation_ratios,
 )
 from sigmabnn.acquisition.epig import greedy_epig_batch
@@ -50,6 +52,7 @@ __all__ = [
     "relative_epistemic_std",
     "select",
     "select_batch",
+    "stochastic_batch",
     "top_scores",
     "variation_ratios",
 ]

@@ -11,6 +11,11 @@ with image data"): pure functions of every network's class probabilities ``p`` `
 - ``random``: uniform scores (a seeded baseline).
 
 Higher is more informative; :func:`select_batch` takes the ``b`` highest (ties to the lower index).
+A batch of the ``b`` highest single-point scores tends to hold near-duplicates (the neighbours of
+the most uncertain point all score high); :func:`stochastic_batch` instead draws the batch without
+replacement with probabilities proportional to ``score^beta`` (``"power"``) or ``exp(beta score)``
+(``"softmax"``), the stochastic batch acquisition of Kirsch et al. (2023), "Stochastic batch
+acquisition: a simple baseline for deep active learning" (TMLR).
 """
 
 from __future__ import annotations
@@ -27,11 +32,15 @@ __all__ = [
     "max_entropy",
     "predictive_entropy",
     "select_batch",
+    "stochastic_batch",
     "variation_ratios",
 ]
 
 CLASSIFICATION_CRITERIA: tuple[str, ...] = ("bald", "max_entropy", "variation_ratios", "random")
 """The criteria :func:`classification_scores` knows."""
+
+STOCHASTIC_MODES: tuple[str, ...] = ("power", "softmax")
+"""The distributions :func:`stochastic_batch` draws from."""
 
 
 def predictive_entropy(p: Array) -> Array:
@@ -73,4 +82,26 @@ def classification_scores(rng_key: Array, criterion: str, p: Array) -> Array:
 def select_batch(scores: Array, size: int) -> Array:
     """Indices ``[size]`` of the ``size`` highest scores, highest first (a stable sort: ties to the lower index)."""
     order = jnp.argsort(-jnp.asarray(scores), stable=True)
+    return order[: int(size)]
+
+
+def stochastic_batch(rng_key: Array, scores: Array, size: int, *, mode: str = "power", beta: float = 1.0) -> Array:
+    """Indices ``[size]`` drawn without replacement with probability ``~ score^beta`` or ``~ exp(beta score)``.
+
+    The Gumbel-top-k trick: the ``size`` largest of ``log w_i + g_i`` with ``g_i`` independent
+    standard Gumbel noise are a draw without replacement from the weights ``w_i`` (Kool, van Hoof &
+    Welling 2019), so the first index has probability ``w_i / sum_j w_j``. ``"power"`` takes
+    ``log w = beta log(score)`` (scores ``>= 0``; a zero score is drawn only once every positive one
+    is); ``"softmax"`` takes ``log w = beta score``. ``beta -> inf`` tends to :func:`select_batch`.
+    """
+    if mode not in STOCHASTIC_MODES:
+        raise ValueError(f"unknown stochastic batch mode {mode!r}; choose from {', '.join(STOCHASTIC_MODES)}")
+    s = jnp.asarray(scores, jnp.float64)
+    if mode == "power":
+        log_w = jnp.where(s > 0, beta * jnp.log(jnp.where(s > 0, s, 1.0)), -jnp.inf)
+    else:
+        log_w = beta * s
+    keys = log_w + jax.random.gumbel(rng_key, s.shape, jnp.float64)
+    # -inf weights (zero scores) stay behind every finite key; among themselves ties go to the lower index
+    order = jnp.argsort(-jnp.where(jnp.isfinite(keys), keys, -jnp.finfo(jnp.float64).max), stable=True)
     return order[: int(size)]
