@@ -31,7 +31,7 @@ import numpy as np
 from sigmabnn.errors import InputError
 from sigmabnn.predict.mixture import LN10
 
-__all__ = ["BatchPicks", "conditioned_score", "greedy_batch", "top_scores"]
+__all__ = ["BatchPicks", "centred_rows", "condition_on_pick", "conditioned_score", "greedy_batch", "top_scores"]
 
 
 class BatchPicks(NamedTuple):
@@ -54,6 +54,24 @@ def conditioned_score(criterion: str) -> Callable[[np.ndarray, np.ndarray, np.nd
     raise InputError(f"no batch conditioning for criterion {criterion!r}")
 
 
+def centred_rows(draw_means: np.ndarray) -> np.ndarray:
+    """``[m, T]`` the draws' means centred per row and divided by ``sqrt(T)`` (so ``u u^T`` is the
+    draws' covariance); ``draw_means`` ``[m, T]`` in log-space target units, float64."""
+    d = np.asarray(draw_means, np.float64)
+    return (d - d.mean(axis=1, keepdims=True)) / np.sqrt(d.shape[1])
+
+
+def condition_on_pick(rows: np.ndarray, u_p: np.ndarray, a_p: float) -> np.ndarray:
+    """``rows`` ``U`` after observing the label at ``u_p`` with noise variance ``a_p``: ``U - alpha (U u_p) u_p^T``
+    (module docstring); unchanged when ``u_p`` is 0 (no epistemic spread: the label tells nothing)."""
+    norm2 = float(u_p @ u_p)
+    if norm2 <= 0.0:
+        return rows
+    c = 1.0 / (norm2 + max(a_p, np.finfo(np.float64).tiny))
+    alpha = (1.0 - np.sqrt(max(1.0 - c * norm2, 0.0))) / norm2
+    return rows - alpha * np.outer(rows @ u_p, u_p)
+
+
 def top_scores(scores: np.ndarray, n: int) -> BatchPicks:
     """The ``n`` highest scores, best first (ties by index): the batch-unaware selection."""
     order = np.lexsort((np.arange(scores.size), -scores))[:n]
@@ -72,11 +90,11 @@ def greedy_batch(
         n: batch size, ``1 <= n <= m``.
         criterion: ``"variance"``, ``"bald"`` or ``"relative_std"`` (:func:`conditioned_score`).
     """
-    m, t_nets = draw_means.shape
+    m = len(draw_means)
     if not 1 <= n <= m:
         raise InputError(f"cannot pick {n} of {m} candidates")
     update = conditioned_score(criterion)
-    u = (draw_means - draw_means.mean(axis=1, keepdims=True)) / np.sqrt(t_nets)
+    u = centred_rows(draw_means)
     v0 = np.sum(u * u, axis=1)
     v = v0.copy()
     a = np.asarray(aleatoric, np.float64)
@@ -87,12 +105,8 @@ def greedy_batch(
         p = int(np.argmax(s))
         picks[k], picked_scores[k], free[p] = p, s[p], False
         up = u[p].copy()
-        norm2 = float(up @ up)
-        if norm2 <= 0.0:
-            continue  # no epistemic spread at p: observing it tells nothing about the others
-        c = 1.0 / (norm2 + max(float(a[p]), np.finfo(np.float64).tiny))
         g = u @ up  # [m] covariance with p
+        c = 1.0 / (float(up @ up) + max(float(a[p]), np.finfo(np.float64).tiny))
         v = np.maximum(v - c * g * g, 0.0)
-        alpha = (1.0 - np.sqrt(max(1.0 - c * norm2, 0.0))) / norm2
-        u -= alpha * np.outer(g, up)
+        u = condition_on_pick(u, up, float(a[p]))
     return BatchPicks(picks, picked_scores)

@@ -31,22 +31,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from sigmabnn.acquisition.batch import BatchPicks
+from sigmabnn.acquisition.batch import BatchPicks, centred_rows, condition_on_pick
 from sigmabnn.errors import InputError
 
-__all__ = ["EPIG_TARGETS", "centred_rows", "epig_from_rows", "greedy_epig_batch"]
+__all__ = ["EPIG_TARGETS", "epig_from_rows", "greedy_epig_batch"]
 
 #: Target rows the mean over ``x*`` runs over by default (a seeded sample of the candidates).
 EPIG_TARGETS = 256
 #: Candidates per block of the ``[block, M]`` correlation matrix.
 _BLOCK = 4096
-
-
-def centred_rows(draw_means: np.ndarray) -> np.ndarray:
-    """``[m, T]`` the draws' means centred per row and divided by ``sqrt(T)`` (so ``u u^T`` is the
-    draws' covariance); ``draw_means`` ``[m, T]`` in log-space target units, float64."""
-    d = np.asarray(draw_means, np.float64)
-    return (d - d.mean(axis=1, keepdims=True)) / np.sqrt(d.shape[1])
 
 
 def epig_from_rows(u: np.ndarray, a: np.ndarray, u_t: np.ndarray, a_t: np.ndarray) -> np.ndarray:
@@ -63,16 +56,6 @@ def epig_from_rows(u: np.ndarray, a: np.ndarray, u_t: np.ndarray, a_t: np.ndarra
         rho2 = k * k / np.maximum(s[start : start + _BLOCK, None] * s_t[None, :], tiny)
         out[start : start + _BLOCK] = -0.5 * np.mean(np.log1p(-np.minimum(rho2, 1.0 - 1e-12)), axis=1)
     return out
-
-
-def _condition(rows: np.ndarray, u_p: np.ndarray, a_p: float) -> np.ndarray:
-    """``rows`` after observing the label at ``u_p`` with noise variance ``a_p`` (rank-one update)."""
-    norm2 = float(u_p @ u_p)
-    if norm2 <= 0.0:
-        return rows  # no epistemic spread at p: its label tells nothing about the others
-    c = 1.0 / (norm2 + max(a_p, np.finfo(np.float64).tiny))
-    alpha = (1.0 - np.sqrt(max(1.0 - c * norm2, 0.0))) / norm2
-    return rows - alpha * np.outer(rows @ u_p, u_p)
 
 
 def greedy_epig_batch(
@@ -99,5 +82,5 @@ def greedy_epig_batch(
         p = int(np.argmax(s))
         picks[k], picked_scores[k], free[p] = p, s[p], False
         u_p = u[p].copy()
-        u, u_t = _condition(u, u_p, float(a[p])), _condition(u_t, u_p, float(a[p]))
+        u, u_t = condition_on_pick(u, u_p, float(a[p])), condition_on_pick(u_t, u_p, float(a[p]))
     return BatchPicks(picks, picked_scores)

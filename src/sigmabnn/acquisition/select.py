@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
-from sigmabnn.acquisition.epig import EPIG_TARGETS, centred_rows, epig_from_rows, greedy_epig_batch
+from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, top_scores
+from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
