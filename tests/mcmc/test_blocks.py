@@ -1,9 +1,12 @@
 """A run in blocks of chains (``ChainBlock``): each block with the whole run's keys gives the whole run's draws.
 
 Up to rounding: XLA compiles the vmapped iteration for the number of chains it is given and may
-order a sum over a chain's coordinates differently for 2 chains than for 4 (HMC here differs from
-the whole run by ~5e-10 after 55 iterations; NUTS and ChEES happen to agree bit for bit). So the
-random choices (tree sizes, steps, divergences) are compared exactly and the reals to 1e-7.
+order a sum over a chain's coordinates differently for 2 chains than for 4, and the adaptation
+carries such a difference along. How far it grows depends on the processor's vector units: HMC
+differed from the whole run by ~5e-10 after 55 iterations on one machine and by up to 3e-6
+(relative; 4 of 180 reals) on an AVX-512 Xeon; NUTS and ChEES agreed bit for bit on both. So the
+random choices (tree sizes, steps, divergences) are compared exactly, which any use of the wrong
+key would change, and the reals to a relative 1e-5, far below the O(1) differences of other keys.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def _join(results, name):
 def _assert_close(got, want, name=""):
     got, want = np.asarray(got), np.asarray(want)
     if np.issubdtype(want.dtype, np.floating):
-        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9, err_msg=name)
     else:
         np.testing.assert_array_equal(got, want, name)
 
@@ -77,6 +80,9 @@ def test_independent_chains_warm_up_and_sample_in_blocks(kernel):
         got = jax.tree_util.tree_map(lambda *a: np.concatenate(a), *[getattr(p, name) for p in parts])
         _assert_same_records(got, getattr(whole, name))
     assert len({np.asarray(whole.positions)[c, -1].tobytes() for c in range(4)}) == 4  # every chain its own keys
+    first = blocks_of(4, 2)[0]  # another run's keys: far outside the tolerance above
+    other = sample(jax.random.key(1), algorithm, _ld, first.take(x0), None, CONFIG, progress=False, block=first)
+    assert not np.allclose(other.positions, np.asarray(whole.positions)[:2], rtol=1e-5, atol=1e-9)
 
 
 def test_chees_warms_up_whole_and_samples_in_blocks():
