@@ -115,10 +115,8 @@ def _write_draws(path: Path, size_name: str, method: str) -> int:
     """``single_thread_draws``' child: pinned to one core before JAX is imported, then the fit."""
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    from sigmabnn import api
-
     size = SIZES[size_name]
-    fitted, _ = api.fit(table(size), "y", **fit_kwargs(size, method))
+    fitted, _ = timed_fit(table(size), fit_kwargs(size, method))
     np.save(path, np.asarray(fitted.draws.positions))
     return 0
 
