@@ -290,6 +290,26 @@ def test_the_rule_picks_the_best_ll_among_candidates_that_meet_the_time_goal_eve
     assert bench.choose([], 2) is None
 
 
+def test_the_rule_then_picks_the_chosen_samplers_best_calibrated_recalibration(bench):
+    base = {"test_ll": 1.0, "seconds": 30.0}
+    records = [
+        rec("a", "chees-map-8x125", phase="validate", coverage_68=0.75, coverage_95=0.97, **base),
+        rec("a", "chees-map-8x125-auto-quantile", phase="validate", coverage_68=0.70, coverage_95=0.95, **base),
+        rec("a", "chees-map-8x125-auto-scale", phase="validate", coverage_68=0.69, coverage_95=0.95, **base),
+        rec("a", "chees-map-8x125-loo", phase="validate", coverage_68=0.68, coverage_95=0.95, seconds=90.0),
+        # another sampler's recalibration is not a variant of the chosen one, however well calibrated
+        rec("a", "chees-map-recal", phase="validate", coverage_68=0.68, coverage_95=0.95, test_ll=0.5),
+        rec("a", "chees-map", phase="validate", coverage_68=0.68, coverage_95=0.95, test_ll=0.5),
+    ]
+    rows = {r["sampler"]: r for r in bench.validation_summary(records)}
+    assert [name for name, r in rows.items() if r["chosen"]] == ["chees-map-8x125-auto-scale"]  # loo: too slow
+    assert bench.sampler_options("chees-map-8x125-auto-scale") == bench.ENTRIES["chees-map-8x125"]
+    assert bench.recalibrates("chees-map-8x125-loo") and not bench.recalibrates("chees-map-8x125")
+    worse = [r if r["sampler"] != "chees-map-8x125-auto-scale" else {**r, "mean_abs_coverage_error": 1.0}
+             for r in rows.values()]  # fmt: skip
+    assert bench.choose(worse, 1) == "chees-map-8x125-auto-quantile"
+
+
 # --------------------------------------------------------------------------- resume
 
 
