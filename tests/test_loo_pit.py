@@ -18,7 +18,7 @@ from sigmabnn.fitted import FittedModel
 from sigmabnn.io.model_file import load_model, save_model
 from sigmabnn.model import BNN, Gaussian, Hyperparameters, StudentT, parse_architecture
 from sigmabnn.predict import log_predictive_density, per_draw_predictive
-from sigmabnn.recalibration import loo_log_weights, loo_pit_values, pit_values, recalibrate
+from sigmabnn.recalibration import loo_log_weights, loo_pit_values, loo_subset, pit_values, recalibrate
 from test_predict import make_fitted, numpy_forward
 
 NOISE = 0.5  # model-space noise std of the conjugate model
@@ -176,3 +176,24 @@ def test_fit_recalibrate_loo_is_checked_before_training():
         fit(table, "y", ["x"], method="bbb", recalibrate="loo", progress=False)
     with pytest.raises(InputError, match="recalibrate must be"):
         fit(table, "y", ["x"], recalibrate="test", progress=False)
+
+
+def test_loo_pit_of_a_row_subset_is_those_rows_of_the_full_computation():
+    fitted, x, y, _ = conjugate_model(n=40, chains=2, draws=300, seed=5)
+    full = loo_pit_values(fitted, x, y)
+    part = loo_pit_values(fitted, x, y, max_rows=15)
+    keep = loo_subset(40, 15)
+    assert keep.shape == (15,) and np.all(np.diff(keep) > 0) and len(set(keep)) == 15
+    # each left-out row's estimate is the same whether or not the other rows' are computed (the relative
+    # efficiency, estimated from the rows computed, only sets how many tail ratios PSIS smooths: the same here)
+    np.testing.assert_allclose(part.pit, full.pit[keep], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(part.pareto_k, full.pareto_k[keep], rtol=1e-12)
+    assert part.relative_efficiency == pytest.approx(full.relative_efficiency, rel=0.05)
+    np.testing.assert_array_equal(loo_subset(40, 15), keep)  # seeded: the same subset every time
+    np.testing.assert_array_equal(loo_subset(10, 15), np.arange(10))
+    assert loo_pit_values(fitted, x, y, max_rows=40).pit.shape == (40, 1)
+    new = recalibrate(fitted, x, y, split_column=None, rows="loo", train=(x, y), loo_max_rows=25)
+    assert new.calibration.n == 25 and new.report.recalibration.loo_rows == 25
+    np.testing.assert_allclose(new.calibration.pit[:, 0], np.sort(full.pit[loo_subset(40, 25), 0]), rtol=1e-12)
+    with pytest.raises(InputError, match="max_rows"):
+        loo_subset(40, 0)

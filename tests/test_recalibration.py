@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sigmabnn.calibration import Calibration
+from sigmabnn.calibration import SCALE_GRID, Calibration, fit_scale
 from sigmabnn.cli.main import main
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -133,6 +133,50 @@ def test_recalibration_fixes_a_too_wide_gaussian_on_independent_rows():
         assert np.all(cal.upper[level] - cal.lower[level] < raw.upper[level] - raw.lower[level])
     # nested intervals
     assert np.all(cal.lower[0.9545] <= cal.lower[0.6827]) and np.all(cal.upper[0.6827] <= cal.upper[0.9545])
+
+
+@pytest.mark.parametrize("k_true", [0.6, 1.0, 1.7])
+def test_fit_scale_recovers_the_width_factor_of_a_miscalibrated_gaussian(k_true):
+    # a predictive N(0, 1) of data N(0, k^2): PIT u = Phi(k z); its central intervals must widen k-fold
+    rng = np.random.default_rng(11)
+    m = 4000
+    u = stats.norm.cdf(k_true * rng.standard_normal(m))
+    (k,) = fit_scale(u)
+    # Monte-Carlo error of k: about k / sqrt(2 m) for the variance; the coverage loss is flatter: allow 5 %
+    assert abs(math.log(k / k_true)) < 0.05, (k, k_true)
+    cal = Calibration(u, "val", np.array([k]))
+    assert cal.method == "scale" and cal.n == m
+    q = np.array([0.025, 0.16, 0.5, 0.84, 0.975])
+    np.testing.assert_allclose(cal.model_levels(q)[:, 0], stats.norm.cdf(k * stats.norm.ppf(q)), rtol=1e-12)
+    np.testing.assert_allclose(cal.cdf(cal.model_levels(q)[:, 0])[:, 0], q, rtol=1e-12)  # R(R^-1(q)) = q
+    assert cal.model_levels(np.array([0.0, 1.0]))[:, 0].tolist() == [0.0, 1.0]
+
+
+def test_scale_recalibration_fixes_a_too_wide_gaussian_and_survives_save_and_load(tmp_path):
+    rng = np.random.default_rng(13)
+    model = linear_model(1.5)  # the data's noise std is 1: the predictive is 1.5x too wide
+    x_cal, x_new = rng.normal(size=(300, 1)), rng.normal(size=(3000, 1))
+    y_cal, y_new = x_cal[:, 0] + rng.normal(size=300), x_new[:, 0] + rng.normal(size=3000)
+    fixed = recalibrate(model, x_cal, y_cal, map="scale")
+    assert fixed.calibration.method == "scale" and abs(fixed.calibration.scale[0] - 1 / 1.5) < 0.1
+    assert fixed.report.recalibration.extra["scale"] == fixed.calibration.scale.tolist()
+    raw, cal = predict(fixed, x_new, levels=LEVELS, calibrated=False), predict(fixed, x_new, levels=LEVELS)
+    for level in LEVELS:
+        mc = math.sqrt(level * (1 - level) / 3000) + 0.03  # test rows + the scale's error from 300 rows
+        assert abs(coverage(y_new, raw, level) - level) > 0.04  # raw: 1.5x too wide
+        assert abs(coverage(y_new, cal, level) - level) < mc, (level, coverage(y_new, cal, level))
+        width = (cal.upper[level] - cal.lower[level]) / (raw.upper[level] - raw.lower[level])
+        # a Gaussian: k times as wide (each row's interval is read off its own predictive samples)
+        assert np.median(width) == pytest.approx(fixed.calibration.scale[0], rel=0.02)
+    back = load_model(save_model(fixed, tmp_path / "s.model"))
+    assert back.calibration.method == "scale" and back.calibration.scale.tolist() == fixed.calibration.scale.tolist()
+    header = json.loads((tmp_path / "s.model" / "model.json").read_text())
+    header["calibration"]["scale"] = [-1.0]
+    (tmp_path / "s.model" / "model.json").write_text(json.dumps(header))
+    with pytest.raises(ModelFileError, match="invalid calibration"):
+        load_model(tmp_path / "s.model")
+    with pytest.raises(InputError, match="map must be one of"):
+        recalibrate(model, x_cal, y_cal, map="isotonic")
 
 
 def test_recalibration_fixes_a_student_t_predictive_of_laplace_noise():
@@ -320,3 +364,57 @@ def test_two_target_model_is_recalibrated_per_column(tmp_path):
     width = {k: p.upper[0.6827] - p.lower[0.6827] for k, p in (("raw", raw), ("cal", cal))}
     assert np.all(width["cal"][:, 0] < width["raw"][:, 0]) and np.all(width["cal"][:, 1] > width["raw"][:, 1])
     assert load_model(save_model(fixed, tmp_path / "m")).calibration.pit.shape == (40, 2)
+
+
+# --------------------------------------------------------------------------- fit's automatic recalibration
+
+QUICK_MCMC = {"num_chains": 2, "num_warmup": 60, "num_samples": 40, "map": {"num_steps": 400}}
+
+
+def _plane(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.0, 1.0, size=(n, 2))
+    return pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": 2 * x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=n)})
+
+
+def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_only_a_needed_map():
+    from sigmabnn.api import fit
+
+    table, fresh = _plane(600, 0), _plane(4000, 1)
+    # a fixed noise std about 4x the data's (precision in standardised units): the intervals are far too wide
+    wide, _ = fit(table, "y", learn_noise=False, noise_precision=10.0, progress=False, **QUICK_MCMC)
+    assert wide.calibration is not None and wide.calibration.split == "val" and wide.calibration.n == 60
+    assert wide.report.recalibration.extra["uniformity_pvalue"] < 0.05
+    x = fresh[["a", "b"]].to_numpy()
+    raw, cal = predict(wide, x, levels=LEVELS, calibrated=False), predict(wide, x, levels=LEVELS)
+    for level in LEVELS:  # 60 rows fix most of the miscalibration
+        assert abs(coverage(fresh["y"].to_numpy(), cal, level) - level) < 0.5 * abs(
+            coverage(fresh["y"].to_numpy(), raw, level) - level
+        )
+    # the noise learnt: far closer to calibrated (KS p about 0.04 on the 60 val rows, against 1e-6 above);
+    # a gate at p = 0.01 does not keep its map
+    gated, report = fit(table, "y", progress=False, recalibration_gate=0.01, **QUICK_MCMC)
+    assert gated.calibration is None and "consistent with calibrated intervals" in gated.diagnostics[
+        "recalibration_skipped"
+    ]
+    assert report == gated.report  # the returned report is the stored one
+    # too few validation rows (8 of 80): skipped, not an error; recalibrate=False: not tried
+    small, _ = fit(_plane(80, 2), "y", progress=False, **QUICK_MCMC)
+    assert small.calibration is None and "at least 20 rows" in small.diagnostics["recalibration_skipped"]
+    off, _ = fit(_plane(80, 2), "y", progress=False, recalibrate=False, **QUICK_MCMC)
+    assert off.calibration is None and "recalibration_skipped" not in off.diagnostics
+
+
+def test_cli_train_says_whether_the_intervals_were_recalibrated(tmp_path, capsys):
+    data = tmp_path / "plane.csv"
+    _plane(80, 3).to_csv(data, index=False)
+    quick = ["--chains", "2", "--warmup", "40", "--draws", "20", "--map-steps", "200", "--target", "y"]
+    assert main(["train", str(data), *quick, "--out", str(tmp_path / "a.model")]) == 0
+    assert "intervals: not recalibrated: recalibration needs at least 20 rows" in capsys.readouterr().out
+    assert main(["train", str(data), *quick, "--no-recalibrate", "--out", str(tmp_path / "b.model")]) == 0
+    assert "intervals:" not in capsys.readouterr().out and load_model(tmp_path / "b.model").calibration is None
+    argv = ["train", str(data), *quick, "--no-recalibrate", "--recalibrate", "--out", str(tmp_path / "c.model")]
+    with pytest.raises(SystemExit) as exc:  # argparse: its usage line and the error
+        main(argv)
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "c.model").exists()

@@ -99,7 +99,9 @@ def fit(
     baseline: Sequence[str] = (),
     checkpoint: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    recalibrate: bool | str = False,
+    recalibrate: bool | str = "auto",
+    recalibration_map: str | None = None,
+    recalibration_gate: float | None = None,
     initial_positions: Any = None,
     client: Any = None,
     chains_per_task: int | None = None,
@@ -161,11 +163,23 @@ def fit(
             saved there. ``None``: nothing is written.
         resume: continue the interrupted run at ``checkpoint`` (the arguments must be those it
             was started with; :func:`resume` reads them for you).
-        recalibrate: quantile-recalibrate the intervals on the validation rows
-            (:func:`sigmabnn.recalibration.recalibrate`, Kuleshov et al. 2018); needs validation
-            rows. The report's metrics are those of the raw model. ``True`` or ``"heldout"``: on the
-            validation rows' PIT; ``"loo"``: on the training rows' leave-one-out PIT (PSIS; MCMC
-            methods only); ``"loo+heldout"``: on both (``rows`` of that function).
+        recalibrate: quantile-recalibrate the intervals (:func:`sigmabnn.recalibration.recalibrate`,
+            Kuleshov et al. 2018). The report's metrics are those of the raw model. ``"auto"`` (the
+            default): for an MCMC regression, on the validation rows with the map
+            :data:`sigmabnn.fitting.spec.AUTO_RECALIBRATION_MAP`, skipped when fewer than 20 of them
+            have a PIT value (``diagnostics["recalibration_skipped"]`` says why); none for other
+            methods (:func:`sigmabnn.fitting.spec.auto_recalibration`). ``True`` or ``"heldout"``: on
+            the validation rows' PIT (needs validation rows); ``"loo"``: on the training rows'
+            leave-one-out PIT (PSIS; MCMC methods only; at most
+            :data:`sigmabnn.fitting.run.LOO_MAX_ROWS` of them, a seeded subset); ``"loo+heldout"``: on
+            both (``rows`` of that function). ``False``: raw intervals.
+        recalibration_map: ``"quantile"`` (the empirical map of the PIT values) or ``"scale"`` (one
+            width parameter; :mod:`sigmabnn.calibration`); ``None``: ``"quantile"``, or the automatic
+            map with ``recalibrate="auto"``.
+        recalibration_gate: keep the map only when the validation rows' PIT values fail a
+            Kolmogorov-Smirnov test of uniformity at this level (in (0, 1]; 1: always keep it);
+            ``None``: :data:`sigmabnn.fitting.spec.AUTO_RECALIBRATION_GATE` with ``recalibrate="auto"``,
+            else 1.
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
@@ -210,7 +224,8 @@ def fit(
         split_column=split_column, split=split, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
         num_samples=num_samples, learn_noise=learn_noise, noise_precision=noise_precision, noise_column=noise_column,
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
-        recalibrate=recalibrate, **method_options,
+        recalibrate=recalibrate, recalibration_map=recalibration_map,
+        recalibration_gate=recalibration_gate, **method_options,
     )  # fmt: skip
     return run_fit(
         data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,

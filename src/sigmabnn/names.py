@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ACQUISITION_BATCH_MODES",
     "ACQUISITION_CRITERIA",
+    "CALIBRATION_MAPS",
     "CLI_METHODS",
     "DEFAULT_METHOD",
     "ENSEMBLE_METHODS",
@@ -39,6 +40,9 @@ STUDENT_T_LIKELIHOODS: tuple[str, ...] = ("student_t", "hetero_student_t")
 """The likelihoods with a degrees-of-freedom option (``noise_df``)."""
 RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")
 """The PIT rows a fit can recalibrate on (``recalibrate`` of :func:`sigmabnn.api.fit`)."""
+CALIBRATION_MAPS: tuple[str, ...] = ("quantile", "scale")
+"""The calibration maps (:mod:`sigmabnn.calibration`): the empirical CDF of the PIT values, or one width
+parameter."""
 
 #: Acquisition criteria of :func:`sigmabnn.acquisition.select` and its batch modes.
 ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "epig", "variance", "relative_std", "random")

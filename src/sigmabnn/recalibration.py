@@ -43,13 +43,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sigmabnn.calibration import Calibration
+from sigmabnn.calibration import CALIBRATION_MAPS, Calibration, fit_scale
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.names import MCMC_METHODS, RECALIBRATION_ROWS
 from sigmabnn.predict import feature_matrix_for, per_draw_predictive, predictive_cdf
 
-__all__ = ["ROWS", "LooPIT", "loo_log_weights", "loo_pit_values", "pit_values", "recalibrate"]
+__all__ = [
+    "ROWS",
+    "LooPIT",
+    "loo_log_weights",
+    "loo_pit_values",
+    "loo_subset",
+    "pit_values",
+    "recalibrate",
+    "uniformity_pvalue",
+]
 
 #: Fewest held-out rows accepted (the map resolves levels only to about ``1 / (m + 1)``).
 MIN_ROWS = 20
@@ -171,7 +180,31 @@ def _check_mcmc(fitted: FittedModel) -> None:
         )
 
 
-def loo_pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int = 65536) -> LooPIT:
+def uniformity_pvalue(pit: Any) -> float:
+    """The smallest, over target columns, Kolmogorov-Smirnov p-value of PIT values ``[m, t]`` against U(0, 1).
+
+    Small: the rows say the model's intervals are miscalibrated; large: they are consistent with
+    calibrated ones (or too few to tell).
+    """
+    from scipy import stats
+
+    u = np.asarray(pit, np.float64)
+    u = u[:, None] if u.ndim == 1 else u
+    return float(min(stats.kstest(u[:, j], "uniform").pvalue for j in range(u.shape[1])))
+
+
+def loo_subset(n: int, max_rows: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of ``min(n, max_rows)`` of ``n`` rows, drawn without replacement (seeded)."""
+    if max_rows < 1:
+        raise InputError(f"max_rows must be >= 1, got {max_rows}")
+    if n <= max_rows:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=max_rows, replace=False))
+
+
+def loo_pit_values(
+    fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int = 65536, max_rows: int | None = None
+) -> LooPIT:
     """PSIS leave-one-out PIT values of ``fitted``'s own training rows (module docstring).
 
     Args:
@@ -180,8 +213,14 @@ def loo_pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: i
             :func:`sigmabnn.predict.feature_matrix_for`), in the order they were trained on.
         y_raw: their targets ``[n]`` or ``[n, t]`` in original units.
         chunk_size: most points per chunk of the network pass.
+        max_rows: compute the LOO-PIT of at most this many training rows, a random subset
+            (:func:`loo_subset`, fixed seed) in their original order; ``None``: every row. The
+            rows are all checked against the model's fingerprint first; each left-out row's
+            estimate still conditions on all the others, so a subset only thins the calibration
+            set (``m`` values resolve levels to about ``1 / (m + 1)``) and bounds the cost.
 
-    Memory: ``n * S * (t + 1)`` float64 (``S`` draws); 8,400 rows and 1,000 draws take 134 MB.
+    Memory: ``n * S * (t + 1)`` float64 (``S`` draws, ``n`` rows after ``max_rows``); 8,400 rows
+    and 1,000 draws take 134 MB.
 
     Raises:
         InputError: not an MCMC model, a classifier or known-noise model.
@@ -201,6 +240,9 @@ def loo_pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: i
                 f"these {len(x)} rows are not the model's training rows (their fingerprint differs from the "
                 "model's); leave-one-out PIT needs exactly the rows it was trained on, in order"
             )
+    if max_rows is not None and len(x) > max_rows:
+        keep = loo_subset(len(x), max_rows)
+        x, y = x[keep], y[keep]
     log_lik, cdf = per_draw_predictive(fitted, x, y, chunk_size=chunk_size)
     s = log_lik.shape[1]
     chains = fitted.draws.num_chains if s % max(fitted.draws.num_chains, 1) == 0 else 1
@@ -241,6 +283,8 @@ def recalibrate(
     train_split: str = "train",
     train: Any = None,
     chunk_size: int = 65536,
+    loo_max_rows: int | None = None,
+    map: str = "quantile",
 ) -> FittedModel:
     """A copy of ``fitted`` whose intervals are quantile-recalibrated (Kuleshov et al. 2018).
 
@@ -260,6 +304,10 @@ def recalibrate(
         train_split: the label of the training rows in ``split_column`` (``rows`` with ``"loo"``).
         train: ``(x, y)`` of the training rows as arrays, instead of a table's ``train_split`` rows.
         chunk_size: most points per chunk of the network pass.
+        loo_max_rows: the leave-one-out part uses at most this many training rows (``max_rows``
+            of :func:`loo_pit_values`); ``None``: all of them.
+        map: ``"quantile"``, the empirical map of the PIT values, or ``"scale"``, the one-parameter
+            width map fitted to them (:mod:`sigmabnn.calibration`, :func:`~sigmabnn.calibration.fit_scale`).
 
     Rows whose target is missing (or not positive, for a log target) are skipped, as
     in training; so are training rows whose leave-one-out estimate is unreliable (Pareto ``k``
@@ -279,6 +327,8 @@ def recalibrate(
     _check_model(fitted)
     if rows not in ROWS:
         raise InputError(f"rows must be one of {', '.join(ROWS)}; got {rows!r}")
+    if map not in CALIBRATION_MAPS:
+        raise InputError(f"map must be one of {', '.join(CALIBRATION_MAPS)}; got {map!r}")
     if rows == "loo+heldout" and train is None and split_column is None:
         raise InputError(
             "rows='loo+heldout' needs a split column (or train=(x, y)) to tell training from held-out rows"
@@ -287,7 +337,7 @@ def recalibrate(
     if "loo" in rows:
         _check_mcmc(fitted)
         x_train, y_train = _train_rows(fitted, data, train, split_column, train_split)
-        loo = loo_pit_values(fitted, x_train, y_train, chunk_size=chunk_size)
+        loo = loo_pit_values(fitted, x_train, y_train, chunk_size=chunk_size, max_rows=loo_max_rows)
         keep = loo.reliable
         parts.append(loo.pit[keep])
         names.append(f"loo-{train_split}")
@@ -315,5 +365,7 @@ def recalibrate(
             else ""
         )
         raise DataError(f"recalibration needs at least {MIN_ROWS} rows with a PIT value, got {n}{dropped}")
-    new = dataclasses.replace(fitted, calibration=Calibration(u, "+".join(names)))
-    return new.with_diagnostics(recalibration={"rows_kind": rows, "rows": n, **info})
+    scale = fit_scale(u) if map == "scale" else None
+    new = dataclasses.replace(fitted, calibration=Calibration(u, "+".join(names), scale))
+    extra = {} if scale is None else {"map": "scale", "scale": scale.tolist()}
+    return new.with_diagnostics(recalibration={"rows_kind": rows, "rows": n, **info, **extra})

@@ -9,7 +9,7 @@ import pytest
 
 from sigmabnn.cli import train as cli_train
 from sigmabnn.errors import InputError
-from sigmabnn.fitting.spec import FitSpec, build_spec, json_value
+from sigmabnn.fitting.spec import AUTO_RECALIBRATION_GATE, AUTO_RECALIBRATION_MAP, FitSpec, build_spec, json_value
 from sigmabnn.map import MAPConfig
 from sigmabnn.names import CLI_METHODS, METHODS
 
@@ -29,6 +29,7 @@ INVALID = [
     ({"recalibrate": "all"}, "recalibrate must be True, False, 'heldout', 'loo' or 'loo+heldout'; got 'all'"),
     ({"recalibrate": "loo", "method": "bbb"}, "recalibrate='loo' (leave-one-out PIT) needs MCMC draws"),
     ({"recalibrate": True, "noise_column": "s"}, "recalibration is not supported with a known per-row noise"),
+    ({"recalibrate": "auto", "noise_column": "s", "method": "ensemble"}, "the ensemble learns its noise variance"),
     ({"method": "ensemble", "noise_precision": 3.0}, "the ensemble learns its noise variance"),
     ({"method": "ensemble", "noise_column": "s"}, "the ensemble learns its noise variance"),
     ({"step_size": 0.1}, "unknown MCMC option 'step_size'; valid: kernel, num_chains"),
@@ -93,6 +94,41 @@ def test_a_record_written_before_the_spec_existed_resumes_to_the_same_spec():
     spec = FitSpec.from_json(record)
     assert spec.to_json() == record
     assert spec.mcmc_config(40, 17).map == MAPConfig(num_steps=150, num_epochs=None, patience=200)
+    assert spec.recalibrate is None and not spec.recalibrate_auto  # no key then meant no recalibration
+
+
+@pytest.mark.parametrize(
+    ("options", "rows"),
+    [
+        ({}, "heldout"),
+        ({"method": "nuts", "likelihood": "student_t"}, "heldout"),
+        ({"method": "hmc", "likelihood": "hetero_student_t"}, "heldout"),
+        ({"method": "ensemble"}, None),
+        ({"method": "bbb"}, None),
+        ({"likelihood": "categorical"}, None),
+        ({"noise_column": "s"}, None),
+    ],
+)
+def test_recalibrate_auto_is_heldout_for_an_mcmc_regression_and_recorded_as_auto(options, rows):
+    spec = build_spec("y", **options)
+    assert spec.recalibrate == rows and spec.recalibrate_auto
+    assert spec.recalibration_map == AUTO_RECALIBRATION_MAP and spec.recalibration_gate == AUTO_RECALIBRATION_GATE
+    assert spec.to_json()["recalibrate"] == "auto" and FitSpec.from_json(spec.to_json()) == spec
+    explicit = build_spec("y", **options, recalibrate=False)
+    assert explicit.recalibrate is None and not explicit.recalibrate_auto and "recalibrate" not in explicit.to_json()
+    assert explicit.recalibration_gate == 1.0 and explicit.recalibration_map == "quantile"
+
+
+def test_recalibration_map_and_gate_are_checked_and_recorded():
+    spec = build_spec("y", recalibrate=True, recalibration_map="scale", recalibration_gate=0.2)
+    record = spec.to_json()
+    assert record["recalibration_map"] == "scale" and record["recalibration_gate"] == 0.2
+    assert FitSpec.from_json(record) == spec
+    with pytest.raises(InputError, match="recalibration_map must be one of quantile, scale"):
+        build_spec("y", recalibrate=True, recalibration_map="isotonic")
+    for gate in (0.0, 1.5, True, "0.1"):
+        with pytest.raises(InputError, match="recalibration_gate must be a number in"):
+            build_spec("y", recalibration_gate=gate)
 
 
 def test_the_method_settings_come_from_the_spec():

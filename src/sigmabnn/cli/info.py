@@ -30,7 +30,12 @@ def describe(fitted: Any) -> dict[str, Any]:
         "baseline": None if fitted.y_transform.baseline is None else fitted.y_transform.baseline.to_json(),
         "calibration": None
         if fitted.calibration is None
-        else {"split": fitted.calibration.split, "rows": fitted.calibration.n},
+        else {
+            "split": fitted.calibration.split,
+            "rows": fitted.calibration.n,
+            "map": fitted.calibration.method,
+            **({} if fitted.calibration.scale is None else {"scale": fitted.calibration.scale.tolist()}),
+        },
         "architecture": bnn.mlp.describe(),
         "activations": list(bnn.mlp.activations),
         "likelihood": bnn.likelihood.name,
@@ -68,9 +73,10 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
         rows.append(("derived", "; ".join(f"{name}={expr}" for name, expr in info["derived"])))
     cal = info.get("calibration")
     if cal:
-        rows.append(
-            ("intervals", f"quantile-recalibrated on {cal['rows']} {cal['split']} rows (predict --raw-intervals: not)")
-        )
+        how = "quantile-recalibrated" if cal.get("scale") is None else (
+            "width-recalibrated (x" + ", x".join(f"{v:.3g}" for v in cal["scale"]) + ")"
+        )  # fmt: skip
+        rows.append(("intervals", f"{how} on {cal['rows']} {cal['split']} rows (predict --raw-intervals: not)"))
     base = info.get("baseline")
     if base:
         terms = " + ".join(f"{common.format_value(c[0])}*{f}" for f, c in zip(base["features"], base["coef"]))

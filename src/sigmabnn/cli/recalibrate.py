@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from sigmabnn.cli import common
+from sigmabnn.names import CALIBRATION_MAPS
 
 HELP = "recalibrate a model's predictive intervals on held-out rows"
 DESCRIPTION = (
@@ -14,7 +15,7 @@ DESCRIPTION = (
     "column) gives a monotone map of interval levels, stored in the new model; its predictions then use it "
     "for the intervals (means and stds unchanged). --rows loo fits the map on the leave-one-out PIT of the "
     "model's training rows instead (the rows labelled --train-split; PSIS, MCMC models only), --rows loo+heldout "
-    "on both."
+    "on both. --map scale fits one width parameter instead of the empirical map (steadier on few rows)."
 )
 
 
@@ -30,6 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="heldout",
         help="PIT values the map is fitted on: the held-out rows' (default), the training rows' leave-one-out "
         "(PSIS; MCMC models only), or both",
+    )
+    p.add_argument(
+        "--map",
+        choices=CALIBRATION_MAPS,
+        default="quantile",
+        help="the empirical map of the PIT values (quantile, the default) or one width parameter (scale)",
     )
     p.add_argument("--train-split", default="train", help="label of the training rows for --rows loo (default train)")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary")
@@ -50,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         split_column=args.split_column,
         rows=args.rows,
         train_split=args.train_split,
+        map=args.map,
     )
     save_model(new, out)  # atomic
     if not args.quiet:
@@ -61,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
             if rec.loo_rows is not None
             else ""
         )
-        print(f"recalibrated on {cal.n} rows ({cal.split}){loo}; model written to {out}", file=sys.stdout)
+        how = "" if cal.scale is None else f" (intervals x{', x'.join(f'{v:.3g}' for v in cal.scale)} as wide)"
+        print(f"recalibrated on {cal.n} rows ({cal.split}){loo}{how}; model written to {out}", file=sys.stdout)
     return 0

@@ -24,7 +24,15 @@ from typing import Any
 from sigmabnn import interrupts
 from sigmabnn.cli import common, dask_options
 from sigmabnn.errors import InputError
-from sigmabnn.names import CLI_METHODS, DEFAULT_METHOD, LIKELIHOOD_NAMES, MCMC_METHODS, RECALIBRATION_ROWS, VI_METHODS
+from sigmabnn.names import (
+    CALIBRATION_MAPS,
+    CLI_METHODS,
+    DEFAULT_METHOD,
+    LIKELIHOOD_NAMES,
+    MCMC_METHODS,
+    RECALIBRATION_ROWS,
+    VI_METHODS,
+)  # fmt: skip
 
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
@@ -190,16 +198,25 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
         metavar="MODEL",
         help="continue the interrupted run whose partial model is MODEL (other options, if given, must match it)",
     )
-    p.add_argument(
+    r = p.add_mutually_exclusive_group()
+    r.add_argument(
         "--recalibrate",
         action="store_true",
-        help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018)",
+        help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018); "
+        "default without this option: MCMC methods recalibrate on the training rows' leave-one-out PIT",
     )
-    p.add_argument(
+    r.add_argument(
         "--recalibrate-rows",
         choices=RECALIBRATION_ROWS,
-        help="recalibrate (implies --recalibrate) on the validation rows (heldout, the default), the training rows' "
+        help="recalibrate (implies --recalibrate) on the validation rows (heldout), the training rows' "
         "leave-one-out PIT (loo; PSIS, MCMC only) or both",
+    )
+    r.add_argument("--no-recalibrate", action="store_true", help="keep the model's raw predictive intervals")
+    p.add_argument(
+        "--recalibration-map",
+        choices=CALIBRATION_MAPS,
+        help="the map fitted to the PIT values: the empirical one (quantile; the default with --recalibrate) or "
+        "one width parameter (scale; the default of the automatic recalibration)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
     g = dask_options.add_arguments(
@@ -213,6 +230,28 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _recalibrate_kwarg(args: argparse.Namespace) -> dict[str, Any]:
+    """``recalibrate`` for fit when an option names it (absent: fit's default, ``"auto"``)."""
+    out: dict[str, Any] = {}
+    if getattr(args, "no_recalibrate", False):
+        out["recalibrate"] = False
+    elif getattr(args, "recalibrate", False) or getattr(args, "recalibrate_rows", None):
+        out["recalibrate"] = getattr(args, "recalibrate_rows", None) or True
+    if getattr(args, "recalibration_map", None):
+        out["recalibration_map"] = args.recalibration_map
+    return out
+
+
+def _intervals_line(fitted: Any) -> str | None:
+    """Whether the saved model's intervals are recalibrated (the metrics above are the raw model's), or why not."""
+    cal = fitted.calibration
+    if cal is not None:
+        how = "quantile" if cal.scale is None else "width"
+        return f"intervals: {how}-recalibrated on {cal.n} {cal.split} rows (the metrics above are the raw model's)"
+    skipped = fitted.diagnostics.get("recalibration_skipped")
+    return f"intervals: not recalibrated: {skipped}" if skipped else None
+
+
 def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :func:`sigmabnn.api.fit` from the parsed options (only those given)."""
     kwargs: dict[str, Any] = {
@@ -223,11 +262,7 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "learn_noise": args.fixed_noise is None,
         "derive": tuple(args.derive),
         "baseline": tuple(args.baseline),
-        **(
-            {"recalibrate": getattr(args, "recalibrate_rows", None) or True}
-            if getattr(args, "recalibrate", False) or getattr(args, "recalibrate_rows", None)
-            else {}
-        ),
+        **_recalibrate_kwarg(args),
     }
     optional = {
         "features": args.features,
@@ -516,6 +551,9 @@ def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any 
         for label in labels:
             cells = "".join(f"{common.format_value(table[n].get(label, '')):>26}" for n in splits)
             print(f"    {label.ljust(width)}{cells}", file=file)
+    intervals = _intervals_line(fitted)
+    if intervals:
+        print(f"  {intervals}", file=file)
     print(f"model written to {out}", file=file)
     file.flush()
     from sigmabnn.evaluate.diagnose import report_warnings  # the same sentences as 'sigmabnn diagnose'

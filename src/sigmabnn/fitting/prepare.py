@@ -164,7 +164,7 @@ def prepare_data(data: Any, spec: FitSpec) -> PreparedData:
         log_target=d.log_target,
         noise_column=d.noise_column,
     )
-    if spec.recalibrate and spec.recalibrate != "loo" and table.val.n == 0:
+    if spec.recalibrate and spec.recalibrate != "loo" and not spec.recalibrate_auto and table.val.n == 0:
         raise InputError("recalibration needs validation rows; this split has none (give a split with a val part)")
     x_transform = Standardizer.fit(table.train.x)
     y_transform = TargetTransform.identity() if classes is not None else _target_transform(table, spec)

@@ -26,6 +26,7 @@ from sigmabnn.map import MAPConfig
 from sigmabnn.model.build import likelihood_for
 from sigmabnn.model.mlp import parse_architecture
 from sigmabnn.names import (
+    CALIBRATION_MAPS,
     DEFAULT_METHOD,
     ENSEMBLE_METHODS,
     LIKELIHOOD_NAMES,
@@ -37,7 +38,10 @@ from sigmabnn.names import (
 from sigmabnn.train import MCMCConfig, default_config
 from sigmabnn.vi import VIConfig
 
-__all__ = ["DataSpec", "FitSpec", "MethodSpec", "ModelSpec", "build_spec", "json_value"]
+__all__ = [
+    "AUTO_RECALIBRATION_GATE", "AUTO_RECALIBRATION_MAP", "DataSpec", "FitSpec", "MethodSpec", "ModelSpec",
+    "auto_recalibration", "build_spec", "json_value",
+]  # fmt: skip
 
 
 class DataSpec(NamedTuple):
@@ -113,6 +117,11 @@ class FitSpec(NamedTuple):
         seed: seed of the split and of the run's key ``jax.random.key(seed)``.
         recalibrate: ``None``, or the PIT rows the intervals are recalibrated on
             (:data:`sigmabnn.names.RECALIBRATION_ROWS`).
+        recalibrate_auto: the rows were chosen by ``recalibrate="auto"`` (:func:`auto_recalibration`);
+            such a recalibration is skipped, not an error, when too few rows have a PIT value.
+        recalibration_map: the map fitted to the PIT values (:data:`sigmabnn.calibration.CALIBRATION_MAPS`).
+        recalibration_gate: keep the recalibration only when the PIT values' Kolmogorov-Smirnov test
+            against the uniform distribution gives a p-value below this (1.0: always keep it).
     """
 
     data: DataSpec
@@ -120,6 +129,9 @@ class FitSpec(NamedTuple):
     method: MethodSpec
     seed: int = 0
     recalibrate: str | None = None
+    recalibrate_auto: bool = False
+    recalibration_map: str = "quantile"
+    recalibration_gate: float = 1.0
 
     @property
     def is_classifier(self) -> bool:
@@ -202,16 +214,29 @@ class FitSpec(NamedTuple):
             "method_options": dict(me.options),
             **({"baseline": list(d.baseline)} if d.baseline else {}),
             **({"likelihood": mo.likelihood, "noise_df": mo.noise_df} if mo.likelihood != "gaussian" else {}),
-            **(
-                {"recalibrate": True if self.recalibrate == "heldout" else self.recalibrate} if self.recalibrate else {}
-            ),
+            **self._recalibrate_arg(),
         }
         return _json(args)
+
+    def _recalibrate_arg(self) -> dict[str, Any]:
+        """``recalibrate`` as recorded (``"auto"``, the rows, ``True`` for held-out, or no key for none),
+        ``recalibration_map`` when it is not ``"quantile"`` and ``recalibration_gate`` when it is not 1."""
+        out: dict[str, Any] = {}
+        if self.recalibrate_auto:
+            out["recalibrate"] = "auto"
+        elif self.recalibrate:
+            out["recalibrate"] = True if self.recalibrate == "heldout" else self.recalibrate
+        if self.recalibration_map != "quantile":
+            out["recalibration_map"] = self.recalibration_map
+        if self.recalibration_gate != 1.0:
+            out["recalibration_gate"] = self.recalibration_gate
+        return out
 
     @classmethod
     def from_json(cls, args: Mapping[str, Any]) -> FitSpec:
         """The spec of recorded fit arguments (:meth:`to_json`, also as written by earlier versions)."""
         args = dict(args)
+        args.setdefault("recalibrate", False)  # records before the "auto" default: no key, no recalibration
         options = dict(args.pop("method_options", None) or {})
         target = args.pop("target")
         args["derive"] = [tuple(d) if isinstance(d, list) else d for d in args.get("derive", [])]
@@ -275,6 +300,31 @@ def _check_likelihood(method: str, likelihood: str, noise_column: Any, noise_pre
             raise InputError("the hetero_student_t likelihood learns a scale per point: no noise column or precision")
 
 
+#: The map ``recalibrate="auto"`` fits (:mod:`sigmabnn.calibration`), chosen on validation rows by
+#: ``benchmarks/defaults.py --phase validate`` (``results/defaults_validation.md``).
+AUTO_RECALIBRATION_MAP = "quantile"
+#: ``recalibrate="auto"`` keeps the map whatever the validation rows' Kolmogorov-Smirnov test of
+#: uniformity says (1.0). Keeping it only below p = 0.05, so that few rows of a calibrated model do not
+#: move its intervals by their own noise, was measured too and was not better (chosen on validation
+#: rows, as the map).
+AUTO_RECALIBRATION_GATE = 1.0
+
+
+def auto_recalibration(method: str, likelihood: str, noise_column: Any) -> str | None:
+    """The rows ``recalibrate="auto"`` (fit's default) recalibrates on: ``"heldout"`` for an MCMC regression.
+
+    The validation rows' PIT with the map :data:`AUTO_RECALIBRATION_MAP`; skipped when fewer than
+    :data:`sigmabnn.recalibration.MIN_ROWS` validation rows have a PIT value (the uniformity gate
+    :data:`AUTO_RECALIBRATION_GATE`). ``None`` (no
+    recalibration) for the other methods (not measured for them), classifiers (their temperature is
+    fitted instead) and a known per-row noise. The training rows' leave-one-out PIT was measured as
+    the automatic rows too and made the intervals too narrow on validation rows (``defaults_validation.md``).
+    """
+    if method in MCMC_METHODS and likelihood != "categorical" and noise_column is None:
+        return "heldout"
+    return None
+
+
 def _recalibration(recalibrate: Any, method: str, noise_column: Any) -> str | None:
     rows = "heldout" if recalibrate is True else recalibrate
     if rows is not False and rows not in RECALIBRATION_ROWS:
@@ -318,7 +368,9 @@ def build_spec(
     dtype: str = "float64",
     derive: Iterable[Any] = (),
     baseline: Sequence[str] = (),
-    recalibrate: bool | str = False,
+    recalibrate: bool | str = "auto",
+    recalibration_map: str | None = None,
+    recalibration_gate: float | None = None,
     **method_options: Any,
 ) -> FitSpec:
     """The validated :class:`FitSpec` of :func:`sigmabnn.api.fit`'s arguments (documented there).
@@ -339,12 +391,25 @@ def build_spec(
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
     likelihood = str(likelihood).lower()
     _check_likelihood(method, likelihood, noise_column, noise_precision, noise_df)
+    auto = isinstance(recalibrate, str) and recalibrate == "auto"
+    if auto:
+        recalibrate = auto_recalibration(method, likelihood, noise_column) or False
     if likelihood == "categorical":
         _check_classifier(noise_column, noise_precision, log_target, tuple(baseline), recalibrate)
         learn_noise = False
     if likelihood == "hetero_student_t":
         learn_noise = False
     rows = _recalibration(recalibrate, method, noise_column)
+    if recalibration_map is None:
+        recalibration_map = AUTO_RECALIBRATION_MAP if auto else "quantile"
+    if recalibration_map not in CALIBRATION_MAPS:
+        raise InputError(f"recalibration_map must be one of {', '.join(CALIBRATION_MAPS)}; got {recalibration_map!r}")
+    if recalibration_gate is None:
+        recalibration_gate = AUTO_RECALIBRATION_GATE if auto else 1.0
+    if isinstance(recalibration_gate, bool) or not (
+        isinstance(recalibration_gate, int | float) and 0.0 < recalibration_gate <= 1.0
+    ):
+        raise InputError(f"recalibration_gate must be a number in (0, 1], got {recalibration_gate!r}")
     if method in ENSEMBLE_METHODS and (noise_column is not None or noise_precision is not None):
         raise InputError("the ensemble learns its noise variance; a fixed or known noise is not supported")
     if not (architecture is None or architecture == "auto"):
@@ -383,6 +448,9 @@ def build_spec(
         ),
         seed=int(seed),
         recalibrate=rows,
+        recalibrate_auto=auto,
+        recalibration_map=recalibration_map,
+        recalibration_gate=float(recalibration_gate),
     )
     spec.likelihood()  # degrees of freedom and precision the likelihood accepts
     if method in ENSEMBLE_METHODS:
