@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sigmabnn.calibration import SCALE_GRID, Calibration, fit_scale
+from sigmabnn.calibration import Calibration, fit_scale
 from sigmabnn.cli.main import main
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
@@ -394,9 +394,10 @@ def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_on
     # the noise learnt: far closer to calibrated (KS p about 0.04 on the 60 val rows, against 1e-6 above);
     # a gate at p = 0.01 does not keep its map
     gated, report = fit(table, "y", progress=False, recalibration_gate=0.01, **QUICK_MCMC)
-    assert gated.calibration is None and "consistent with calibrated intervals" in gated.diagnostics[
-        "recalibration_skipped"
-    ]
+    assert (
+        gated.calibration is None
+        and "consistent with calibrated intervals" in gated.diagnostics["recalibration_skipped"]
+    )
     assert report == gated.report  # the returned report is the stored one
     # too few validation rows (8 of 80): skipped, not an error; recalibrate=False: not tried
     small, _ = fit(_plane(80, 2), "y", progress=False, **QUICK_MCMC)
