@@ -315,6 +315,15 @@ def previous_default(num_features: int, n_train: int) -> dict[str, Any]:
 
 
 NUMPYRO = "numpyro"
+
+
+def mcmc_entry(method: str, depth: int, warmup: int, samples: int, chains: int | None = None, **recal: Any):
+    """A candidate's fit options: sampler, maximal tree depth, warm-up, draws per chain, chains (``None``: fit's
+    default), then its recalibration options (``recalibrate=False`` for the raw intervals)."""
+    out: dict[str, Any] = {"method": method, "max_tree_depth": depth, "num_warmup": warmup, "num_samples": samples}
+    return {**out, **({} if chains is None else {"num_chains": chains}), **recal}
+
+
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -322,47 +331,23 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     "previous-default": previous_default,
     "ensemble": {"method": "ensemble"},
     NUMPYRO: NUMPYRO,
-    "chees-map": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 250, "num_chains": 4,
-        "recalibrate": False,
-    },
-    "chees-map-8x125": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8,
-        "recalibrate": False,
-    },
-    "chees-map-16x64": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 64, "num_chains": 16,
-        "recalibrate": False,
-    },
-    "nuts-d6-short": {
-        "method": "nuts", "max_tree_depth": 6, "num_warmup": 300, "num_samples": 250,
-        "recalibrate": False,
-    },
-    "nuts-d6-16x64": {
-        "method": "nuts", "max_tree_depth": 6, "num_warmup": 200, "num_samples": 64, "num_chains": 16,
-        "recalibrate": False,
-    },
-    "chees-map-recal": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 250, "num_chains": 4,
-        "recalibrate": True,
-    },
-    "chees-map-8x125-loo": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8,
-        "recalibrate": "loo",
-    },
-    "chees-map-8x125-auto-quantile": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8,
-        "recalibrate": "auto", "recalibration_map": "quantile", "recalibration_gate": 1.0,
-    },
-    "chees-map-8x125-auto-scale": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8,
-        "recalibrate": "auto", "recalibration_map": "scale", "recalibration_gate": 1.0,
-    },
-    "chees-map-8x125-auto-gated": {
-        "method": "chees", "max_tree_depth": 7, "num_warmup": 300, "num_samples": 125, "num_chains": 8,
-        "recalibrate": "auto", "recalibration_map": "quantile", "recalibration_gate": 0.05,
-    },
-}  # fmt: skip
+    "chees-map": mcmc_entry("chees", 7, 300, 250, 4, recalibrate=False),
+    "chees-map-8x125": mcmc_entry("chees", 7, 300, 125, 8, recalibrate=False),
+    "chees-map-16x64": mcmc_entry("chees", 7, 300, 64, 16, recalibrate=False),
+    "nuts-d6-short": mcmc_entry("nuts", 6, 300, 250, recalibrate=False),
+    "nuts-d6-16x64": mcmc_entry("nuts", 6, 200, 64, 16, recalibrate=False),
+    "chees-map-recal": mcmc_entry("chees", 7, 300, 250, 4, recalibrate=True),
+    "chees-map-8x125-loo": mcmc_entry("chees", 7, 300, 125, 8, recalibrate="loo"),
+    "chees-map-8x125-auto-quantile": mcmc_entry(
+        "chees", 7, 300, 125, 8, recalibrate="auto", recalibration_map="quantile", recalibration_gate=1.0
+    ),
+    "chees-map-8x125-auto-scale": mcmc_entry(
+        "chees", 7, 300, 125, 8, recalibrate="auto", recalibration_map="scale", recalibration_gate=1.0
+    ),
+    "chees-map-8x125-auto-gated": mcmc_entry(
+        "chees", 7, 300, 125, 8, recalibrate="auto", recalibration_map="quantile", recalibration_gate=0.05
+    ),
+}
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
     "chees-map", "chees-map-8x125", "chees-map-16x64", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal",
