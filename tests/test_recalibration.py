@@ -152,7 +152,7 @@ def test_fit_scale_recovers_the_width_factor_of_a_miscalibrated_gaussian(k_true)
     assert cal.model_levels(np.array([0.0, 1.0]))[:, 0].tolist() == [0.0, 1.0]
 
 
-def test_scale_recalibration_fixes_a_too_wide_gaussian_and_survives_save_and_load(tmp_path):
+def test_scale_recalibration_fixes_a_too_wide_gaussian_and_survives_save_and_load(tmp_path, capsys):
     rng = np.random.default_rng(13)
     model = linear_model(1.5)  # the data's noise std is 1: the predictive is 1.5x too wide
     x_cal, x_new = rng.normal(size=(300, 1)), rng.normal(size=(3000, 1))
@@ -170,6 +170,8 @@ def test_scale_recalibration_fixes_a_too_wide_gaussian_and_survives_save_and_loa
         assert np.median(width) == pytest.approx(fixed.calibration.scale[0], rel=0.02)
     back = load_model(save_model(fixed, tmp_path / "s.model"))
     assert back.calibration.method == "scale" and back.calibration.scale.tolist() == fixed.calibration.scale.tolist()
+    assert main(["info", str(tmp_path / "s.model")]) == 0
+    assert f"width-recalibrated (x{fixed.calibration.scale[0]:.3g}) on 300 val rows" in capsys.readouterr().out
     header = json.loads((tmp_path / "s.model" / "model.json").read_text())
     header["calibration"]["scale"] = [-1.0]
     (tmp_path / "s.model" / "model.json").write_text(json.dumps(header))
