@@ -347,11 +347,17 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     "chees-map-8x125-auto-gated": mcmc_entry(
         "chees", 7, 300, 125, 8, recalibrate="auto", recalibration_map="quantile", recalibration_gate=0.05
     ),
+    # the MAP starts polished by 1,000 L-BFGS steps (tiny-noise targets are ill-conditioned for Adam alone)
+    "chees-map-8x125-lbfgs": mcmc_entry("chees", 7, 300, 125, 8, map={"lbfgs_steps": 1000}, recalibrate=False),
+    "chees-map-8x125-lbfgs-auto": mcmc_entry(
+        "chees", 7, 300, 125, 8, map={"lbfgs_steps": 1000}, recalibrate="auto", recalibration_gate=1.0
+    ),
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
     "chees-map", "chees-map-8x125", "chees-map-16x64", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal",
     "chees-map-8x125-loo", "chees-map-8x125-auto-quantile", "chees-map-8x125-auto-scale", "chees-map-8x125-auto-gated",
+    "chees-map-8x125-lbfgs", "chees-map-8x125-lbfgs-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
