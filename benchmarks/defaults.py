@@ -869,12 +869,13 @@ def check_goals(records: Sequence[dict[str, Any]], default: str = "sigmabnn") ->
             t_np = float(npy.get("seconds") or 0.0)
             fast = SPEEDUP_GOAL * sec <= t_np
             goals["vs_numpyro"].append(
-                {
+                {  # the goal is accuracy and speed together: without NumPyro's accuracy it is not checkable
                     "table": table,
-                    "met": True if fast else None,
+                    "met": None,
                     "text": (
                         f"NumPyro timed out after {t_np:.0f} s (a lower bound on its time: "
-                        f">= {t_np / sec:.1f}x slower); accuracy not comparable"
+                        f">= {t_np / sec:.1f}x slower: the speed part "
+                        f"{'met' if fast else 'undecided'}); accuracy not comparable"
                     ),
                 }
             )
