@@ -406,6 +406,8 @@ def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_on
     assert small.calibration is None and "at least 20 rows" in small.diagnostics["recalibration_skipped"]
     off, _ = fit(_plane(80, 2), "y", progress=False, recalibrate=False, **QUICK_MCMC)
     assert off.calibration is None and "recalibration_skipped" not in off.diagnostics
+    none, _ = fit(_plane(80, 2), "y", progress=False, split=(1.0, 0.0, 0.0), **QUICK_MCMC)  # no validation rows
+    assert none.calibration is None and "got 0" in none.diagnostics["recalibration_skipped"]
 
 
 def test_cli_train_says_whether_the_intervals_were_recalibrated(tmp_path, capsys):
