@@ -163,23 +163,14 @@ def fit(
             saved there. ``None``: nothing is written.
         resume: continue the interrupted run at ``checkpoint`` (the arguments must be those it
             was started with; :func:`resume` reads them for you).
-        recalibrate: quantile-recalibrate the intervals (:func:`sigmabnn.recalibration.recalibrate`,
-            Kuleshov et al. 2018). The report's metrics are those of the raw model. ``"auto"`` (the
-            default): for an MCMC regression, on the validation rows with the map
-            :data:`sigmabnn.fitting.spec.AUTO_RECALIBRATION_MAP`, skipped when fewer than 20 of them
-            have a PIT value (``diagnostics["recalibration_skipped"]`` says why); none for other
-            methods (:func:`sigmabnn.fitting.spec.auto_recalibration`). ``True`` or ``"heldout"``: on
-            the validation rows' PIT (needs validation rows); ``"loo"``: on the training rows'
-            leave-one-out PIT (PSIS; MCMC methods only; at most
-            :data:`sigmabnn.fitting.run.LOO_MAX_ROWS` of them, a seeded subset); ``"loo+heldout"``: on
-            both (``rows`` of that function). ``False``: raw intervals.
-        recalibration_map: ``"quantile"`` (the empirical map of the PIT values) or ``"scale"`` (one
-            width parameter; :mod:`sigmabnn.calibration`); ``None``: ``"quantile"``, or the automatic
-            map with ``recalibrate="auto"``.
-        recalibration_gate: keep the map only when the validation rows' PIT values fail a
-            Kolmogorov-Smirnov test of uniformity at this level (in (0, 1]; 1: always keep it);
-            ``None``: :data:`sigmabnn.fitting.spec.AUTO_RECALIBRATION_GATE` with ``recalibrate="auto"``,
-            else 1.
+        recalibrate: recalibrate the intervals (:func:`sigmabnn.recalibration.recalibrate`; the report's
+            metrics are the raw model's). ``"auto"``: an MCMC regression's, on the validation rows,
+            skipped when fewer than 20 have a PIT value (:func:`sigmabnn.fitting.spec.auto_recalibration`);
+            ``True`` / ``"heldout"``, ``"loo"`` (at most :data:`sigmabnn.fitting.run.LOO_MAX_ROWS`
+            training rows), ``"loo+heldout"``: the rows (``rows`` of that function); ``False``: raw.
+        recalibration_map, recalibration_gate: the map (``"quantile"`` or ``"scale"``) and the p-value
+            below which a KS test of uniform PIT values keeps it (1: always); ``None``: the automatic
+            choice with ``"auto"`` (:mod:`sigmabnn.fitting.spec`), else ``"quantile"`` and 1.
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
