@@ -10,9 +10,12 @@ the fit configuration and the criteria were fixed before any run; the curves are
 
 The fit is a reduced configuration (a simulation runs hundreds of fits): a deep ensemble
 (:data:`FIT`: 5 members with a variance head, :data:`NUM_STEPS` Adam steps, the recommended NLO
-inputs, derived features and baseline of :func:`sigmabnn.workflows.nlo.recommended_config`), 10 %
-of the labelled rows held out for early stopping and the intervals recalibrated on them
-(``recalibrate="heldout"``). ``n_train`` counts all labelled rows (train + held-out).
+inputs, derived features and baseline of :func:`sigmabnn.workflows.nlo.recommended_config`). Its
+validation rows (early stopping, and the intervals recalibrated on them: ``recalibrate="heldout"``)
+are the loop's audit rows (:data:`AUDIT` of every batch, the first included, drawn at random:
+``LoopConfig.audit_fraction``), so they are a random sample of the pool whatever the criterion
+chose. ``n_train`` counts all labelled rows (audit rows included). The random baseline takes
+batches of ``--random-batch`` rows (its picks do not depend on the fits; fewer fits).
 
 Records (``runs`` in the JSON): ``process``, ``criterion`` (``random`` for the baseline),
 ``seed``, ``n_train``, ``test_median_rel_err`` (median of ``|pred / true - 1|``, ``pred =
@@ -45,10 +48,12 @@ from _results import RESULTS_DIR, finish_metadata, run_metadata, write, write_te
 
 RESULTS = RESULTS_DIR / "active_learning.json"
 PROCESSES = ("1000022,1000022", "1000024,-1000024", "1000022,1000024")
-CRITERIA = ("random", "bald", "variance", "bald_top")
+CRITERIA = ("random", "variance", "bald", "epig")
 NUM_STEPS = 1500
 FIT = {"method": "ensemble", "num_members": 5, "split": (0.9, 0.1, 0.0), "recalibrate": "heldout"}
 LEVELS = (0.68, 0.95)
+#: Share of every batch drawn at random and kept as the fits' validation rows (``LoopConfig.audit_fraction``).
+AUDIT = 0.1
 
 
 def fit_spec(process: str, seed: int, num_steps: int, hidden: tuple[int, ...]) -> Any:
@@ -100,9 +105,9 @@ def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, w
         return rows.merge(pool[["point_id", target]], on="point_id", how="left")
 
     name, batch = (criterion[:-4], "top") if criterion.endswith("_top") else (criterion, "greedy")
-    limit = args.max_random if criterion == "random" else args.max_criterion
-    config = LoopConfig(spec=spec, batch_size=args.batch, max_labelled=limit, criterion=name, batch=batch,
-                        initial_size=args.initial, seed=seed)  # fmt: skip
+    limit, size = (args.max_random, args.random_batch) if criterion == "random" else (args.max_criterion, args.batch)
+    config = LoopConfig(spec=spec, batch_size=size, max_labelled=limit, criterion=name, batch=batch,
+                        initial_size=args.initial, seed=seed, audit_fraction=args.audit)  # fmt: skip
 
     def evaluate(fitted):
         return test_scores(fitted, test, target)
@@ -251,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--initial", type=int, default=500)
     p.add_argument("--batch", type=int, default=250)
+    p.add_argument("--random-batch", type=int, default=500, help="batch of the random baseline (fewer fits)")
+    p.add_argument("--audit", type=float, default=AUDIT, help="audit fraction of every batch (validation rows)")
     p.add_argument("--max-random", type=int, default=4000)
     p.add_argument("--max-criterion", type=int, default=2000)
     p.add_argument("--num-steps", type=int, default=NUM_STEPS)
@@ -290,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:  # a miniature: one process, random and bald, three small fits each
         tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
         args.processes, args.criteria, args.seeds = args.processes[:1], ["random", "bald"], [0]
-        args.initial, args.batch, args.max_random, args.max_criterion = 200, 50, 250, 250
+        args.initial, args.batch, args.random_batch, args.max_random, args.max_criterion = 200, 50, 50, 250, 250
         args.num_steps, args.hidden, args.test_rows = 20, [3], 50
         args.workdir = args.workdir or tmp / "work"
         args.out = tmp / "active_learning.json" if args.out == RESULTS else args.out

@@ -113,3 +113,29 @@ def test_initial_positions_start_mcmc_chains_and_are_checked(pool):
     with pytest.raises(InputError, match="VI"):
         fit(data, TARGET, ["a", "b"], method="bbb", architecture="2-4-1", num_steps=5, progress=False,
             initial_positions=starts)  # fmt: skip
+
+
+def test_audit_rows_are_random_and_are_the_fits_validation_rows(pool, tmp_path):
+    """With an audit fraction, a share of every batch is drawn at random and the fits validate on it."""
+    from sigmabnn.workflows.active import AUDIT_COLUMN
+
+    vals = []
+
+    def evaluate(fitted):
+        vals.append((fitted.report.data.train, fitted.report.data.val, fitted.report.data.split))
+        return {}
+
+    runs = {c: run_loop(tmp_path / c, pool, oracle, config(criterion=c, audit_fraction=0.2), evaluate=evaluate)
+            for c in ("variance", "random")}  # fmt: skip
+    for result in runs.values():
+        roles = result.labelled[AUDIT_COLUMN].tolist()
+        assert roles == ["val"] * 6 + ["train"] * 24 + (["val"] * 2 + ["train"] * 8) * 2
+    # every fit validates on exactly the audit rows labelled so far
+    assert vals[:3] == [(24, 6, f"column:{AUDIT_COLUMN}"), (32, 8, f"column:{AUDIT_COLUMN}"),
+                        (40, 10, f"column:{AUDIT_COLUMN}")]  # fmt: skip
+    # the audit draws do not depend on the criterion: the same rows from the same free pool (round 1)
+    ids = {c: r.labelled["id"].to_numpy() for c, r in runs.items()}
+    assert np.array_equal(ids["variance"][:40][np.r_[0:6, 30:32]], ids["random"][:40][np.r_[0:6, 30:32]])
+    assert not np.array_equal(ids["variance"][32:40], ids["random"][32:40])  # the criteria's own picks differ
+    with pytest.raises(InputError, match="audit_fraction"):
+        config(audit_fraction=1.0)

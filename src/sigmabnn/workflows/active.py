@@ -13,6 +13,15 @@ step, so a killed loop resumes where it stopped (the same call on the same direc
    template run once per batch); the labels are saved as ``round_<k>/labels.csv`` (atomically)
    and the state (``state.json``: rounds done, chosen candidate positions, history) is committed.
 
+Audit rows (``audit_fraction > 0``). Actively chosen rows are not a random sample of the pool, so
+validation rows drawn from them would early-stop and recalibrate the fit on the inputs the criterion
+likes, not on those predictions are wanted for. With an audit fraction ``f``, ``round(f n)`` rows of
+every batch of ``n`` (the random first batch included) are drawn uniformly at random from the rows
+not yet chosen, labelled with the others and kept as the fits' validation rows (early stopping and
+``recalibrate="heldout"``): a random sample of the pool however the rest was chosen. Each labelled
+row's role is the column :data:`AUDIT_COLUMN` (``"val"`` or ``"train"``; user-given initial rows
+are ``"train"``), and the fits split by it (``split_column``) instead of the spec's random split.
+
 Without initial labelled rows the first batch (``initial_size`` rows) is chosen at random. The loop
 stops once ``max_labelled`` rows are labelled (after fitting on them) or the pool is exhausted.
 Rows the oracle returns without a finite positive target (for a log target) are kept out of the
@@ -41,13 +50,17 @@ from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.io.atomic import atomic_write_json, atomic_write_text
 from sigmabnn.io.model_file import load_model, save_model
 
-__all__ = ["CommandOracle", "LoopConfig", "LoopResult", "Oracle", "refit_starts", "run_loop"]
+__all__ = ["AUDIT_COLUMN", "CommandOracle", "LoopConfig", "LoopResult", "Oracle", "refit_starts", "run_loop"]
 
 #: ``oracle(rows) -> labelled``: the chosen candidate rows in, the same rows (same order, any
 #: columns) with the target column filled out.
 Oracle = Callable[[pd.DataFrame], pd.DataFrame]
 
 STATE_FILE = "state.json"
+#: The labelled rows' role column with audit rows (module docstring): ``"val"`` or ``"train"``.
+AUDIT_COLUMN = "active_split"
+#: Offset of the audit draws' seeds from the round's (so they are independent of a random criterion's).
+_AUDIT_SEED = 1_000_003
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,8 @@ class LoopConfig:
         warm_start: refit from the previous round's networks (``initial_positions``).
         seed: seed of the random first batch and of each round's random criterion
             (``seed + round``).
+        audit_fraction: the share of every batch drawn at random and kept for validation
+            (module docstring); 0: none, the fits split the labelled rows as the spec says.
     """
 
     spec: FitSpec
@@ -73,6 +88,7 @@ class LoopConfig:
     initial_size: int = 0
     warm_start: bool = True
     seed: int = 0
+    audit_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
@@ -84,6 +100,8 @@ class LoopConfig:
                 raise InputError(f"{name} must be >= 1, got {getattr(self, name)}")
         if int(self.initial_size) < 0:
             raise InputError(f"initial_size must be >= 0, got {self.initial_size}")
+        if not 0.0 <= float(self.audit_fraction) < 1.0:
+            raise InputError(f"audit_fraction must be in [0, 1), got {self.audit_fraction}")
 
 
 class LoopResult(NamedTuple):
@@ -178,7 +196,12 @@ def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.Da
     if config.warm_start and k > 0 and (directory / f"round_{k - 1}" / "model").exists():
         starts = refit_starts(load_model(directory / f"round_{k - 1}" / "model"))
     t0 = time.perf_counter()
-    fitted, _ = run_fit(_usable(labelled, config.spec), config.spec, progress=False, initial_positions=starts)
+    data, spec = _usable(labelled, config.spec), config.spec
+    if config.audit_fraction > 0:
+        roles = data[AUDIT_COLUMN] if AUDIT_COLUMN in data.columns else pd.Series("train", index=data.index)
+        data = data.assign(**{AUDIT_COLUMN: roles.fillna("train")})
+        spec = spec._replace(data=spec.data._replace(split_column=AUDIT_COLUMN))
+    fitted, _ = run_fit(data, spec, progress=False, initial_positions=starts)
     record = {"round": k, "n_labelled": len(labelled), "n_usable": len(_usable(labelled, config.spec)),
               "fit_seconds": time.perf_counter() - t0, "warm_start": starts is not None}  # fmt: skip
     if evaluate is not None:
@@ -191,21 +214,33 @@ def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.Da
     return fitted
 
 
+def _choose(fitted: FittedModel | None, free: pd.DataFrame, n: int, config: LoopConfig, seed: int) -> list[int]:
+    """Pool positions (``free``'s index) of ``n`` rows of ``free`` chosen by the criterion (at random
+    without a model or for the ``"random"`` criterion)."""
+    if n <= 0:
+        return []
+    if fitted is None or config.criterion == "random":
+        chosen = select(None, free, n, criterion="random", seed=seed)
+    else:
+        chosen = select(fitted, free, n, criterion=config.criterion, batch=config.batch, seed=seed)
+    # the selection's index counts the rows of ``free``; ``free``'s own index is the pool position
+    return [int(i) for i in free.index[chosen.rows.index.to_numpy()]]
+
+
 def _label_round(directory: Path, config: LoopConfig, state: dict, pool: pd.DataFrame, oracle: Oracle,
                  fitted: FittedModel | None, n: int) -> None:  # fmt: skip
     """Choose ``n`` rows of ``pool`` not chosen before (at random without a model), label, commit."""
     k = state["round"]
     t0 = time.perf_counter()
     free = pool.drop(index=pool.index[state["chosen"]]) if state["chosen"] else pool
-    if fitted is None or config.criterion == "random":
-        chosen = select(fitted, free, n, criterion="random", seed=config.seed + k)
-    else:
-        chosen = select(fitted, free, n, criterion=config.criterion, batch=config.batch, seed=config.seed + k)
-    # the selection's index counts the rows of ``free``; ``free``'s own index is the pool position
-    positions = [int(i) for i in free.index[chosen.rows.index.to_numpy()]]
+    n_audit = int(round(config.audit_fraction * n))
+    audit = _choose(None, free, n_audit, config, config.seed + k + _AUDIT_SEED)
+    positions = audit + _choose(fitted, free.drop(index=audit), n - n_audit, config, config.seed + k)
     rows = pool.iloc[positions]
     t1 = time.perf_counter()
     labels = _labels(oracle, rows, config.spec.data.target)
+    if config.audit_fraction > 0:
+        labels[AUDIT_COLUMN] = ["val"] * len(audit) + ["train"] * (len(positions) - len(audit))
     (directory / f"round_{k}").mkdir(exist_ok=True)
     atomic_write_text(directory / f"round_{k}" / "labels.csv", labels.to_csv(index=False))
     for h in state["history"]:
