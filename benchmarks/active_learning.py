@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import RESULTS_DIR, finish_metadata, run_metadata, write, write_text_atomic  # noqa: E402
 
 RESULTS = RESULTS_DIR / "active_learning.json"
-PROCESSES = ("1000022,1000022", "1000024,-1000024", "1000022,1000024")
+PROCESSES = ("1000022,1000022", "1000024,-1000037", "1000022,1000024")
 CRITERIA = ("random", "variance", "bald", "epig")
 NUM_STEPS = 1500
 FIT = {"method": "ensemble", "num_members": 5, "split": (0.9, 0.1, 0.0), "recalibrate": "heldout"}
