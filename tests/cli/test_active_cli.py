@@ -66,3 +66,16 @@ def test_active_bad_input_is_one_line_and_exit_2(setup, capsys):
     assert main(failing) == 2
     err = capsys.readouterr().err.strip()
     assert "exit code 3" in err and len(err.splitlines()) == 1
+
+
+def test_active_audit_fraction_keeps_random_validation_rows(setup, capsys):
+    argv, _, loop = setup
+    assert main([*argv, "--audit-fraction", "0.2"]) == 0
+    labels = pd.concat([pd.read_csv(loop / f"round_{k}" / "labels.csv") for k in range(3)])
+    assert labels["active_split"].tolist() == ["val"] * 4 + ["train"] * 16 + (["val"] * 2 + ["train"] * 8) * 2
+    for bad in ("1", "-0.1", "x"):
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, "--audit-fraction", bad])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert "fraction" in err.splitlines()[-1] and "Traceback" not in err

@@ -24,14 +24,20 @@ exact BALD maximiser.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 from sigmabnn.errors import InputError
 from sigmabnn.predict.mixture import LN10
 
-__all__ = ["BatchPicks", "centred_rows", "condition_on_pick", "conditioned_score", "greedy_batch", "top_scores"]
+__all__ = [
+    "BatchPicks", "centred_rows", "condition_on_pick", "conditioned_score", "greedy_batch", "greedy_picks",
+    "top_scores",
+]  # fmt: skip
+
+#: The state a greedy batch carries from pick to pick.
+S = TypeVar("S")
 
 
 class BatchPicks(NamedTuple):
@@ -96,17 +102,26 @@ def greedy_batch(
     update = conditioned_score(criterion)
     u = centred_rows(draw_means)
     v0 = np.sum(u * u, axis=1)
-    v = v0.copy()
     a = np.asarray(aleatoric, np.float64)
-    free = np.ones(m, bool)
-    picks, picked_scores = np.empty(n, np.int64), np.empty(n)
-    for k in range(n):
-        s = np.where(free, update(scores, v0, v, a), -np.inf)
-        p = int(np.argmax(s))
-        picks[k], picked_scores[k], free[p] = p, s[p], False
+
+    def pick(state: tuple[np.ndarray, np.ndarray], p: int) -> tuple[np.ndarray, np.ndarray]:
+        u, v = state
         up = u[p].copy()
         g = u @ up  # [m] covariance with p
         c = 1.0 / (float(up @ up) + max(float(a[p]), np.finfo(np.float64).tiny))
-        v = np.maximum(v - c * g * g, 0.0)
-        u = condition_on_pick(u, up, float(a[p]))
+        return condition_on_pick(u, up, float(a[p])), np.maximum(v - c * g * g, 0.0)
+
+    return greedy_picks((u, v0.copy()), m, n, lambda state: update(scores, v0, state[1], a), pick)
+
+
+def greedy_picks(state: S, m: int, n: int, score: Callable[[S], np.ndarray], pick: Callable[[S, int], S]) -> BatchPicks:
+    """The greedy loop of a conditioned batch: ``n`` times, take the free candidate of highest
+    ``score(state)`` (``[m]``) and move to ``pick(state, p)``, the state conditioned on it."""
+    free = np.ones(m, bool)
+    picks, picked_scores = np.empty(n, np.int64), np.empty(n)
+    for k in range(n):
+        s = np.where(free, score(state), -np.inf)
+        p = int(np.argmax(s))
+        picks[k], picked_scores[k], free[p] = p, s[p], False
+        state = pick(state, p)
     return BatchPicks(picks, picked_scores)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sigmabnn.acquisition.batch import BatchPicks, centred_rows, condition_on_pick
+from sigmabnn.acquisition.batch import BatchPicks, centred_rows, condition_on_pick, greedy_picks
 from sigmabnn.errors import InputError
 
 __all__ = ["EPIG_TARGETS", "epig_from_rows", "greedy_epig_batch"]
@@ -73,14 +73,12 @@ def greedy_epig_batch(
     m = len(draw_means)
     if not 1 <= n <= m:
         raise InputError(f"cannot pick {n} of {m} candidates")
-    u, u_t = centred_rows(draw_means), centred_rows(target_means)
     a = np.asarray(aleatoric, np.float64)
-    free = np.ones(m, bool)
-    picks, picked_scores = np.empty(n, np.int64), np.empty(n)
-    for k in range(n):
-        s = np.where(free, epig_from_rows(u, a, u_t, target_aleatoric), -np.inf)
-        p = int(np.argmax(s))
-        picks[k], picked_scores[k], free[p] = p, s[p], False
+
+    def pick(state: tuple[np.ndarray, np.ndarray], p: int) -> tuple[np.ndarray, np.ndarray]:
+        u, u_t = state
         u_p = u[p].copy()
-        u, u_t = condition_on_pick(u, u_p, float(a[p])), condition_on_pick(u_t, u_p, float(a[p]))
-    return BatchPicks(picks, picked_scores)
+        return condition_on_pick(u, u_p, float(a[p])), condition_on_pick(u_t, u_p, float(a[p]))
+
+    state = (centred_rows(draw_means), centred_rows(target_means))
+    return greedy_picks(state, m, n, lambda st: epig_from_rows(st[0], a, st[1], target_aleatoric), pick)

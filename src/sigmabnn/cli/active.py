@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=common.positive_int, metavar="N", help="MCMC warm-up iterations per chain")
     p.add_argument("--draws", type=common.positive_int, metavar="N", help="MCMC draws per chain")
     p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed of the fits and random picks")
+    p.add_argument("--audit-fraction", type=common.fraction, default=0.0, metavar="F",
+                   help="share of every batch drawn at random and kept as the fits' validation rows (default 0)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
                       num_warmup=args.warmup, num_samples=args.draws, **options)  # fmt: skip
     config = LoopConfig(spec=spec, batch_size=args.batch_size, max_labelled=args.max_labelled,
                         criterion=args.criterion, batch=args.batch, initial_size=args.initial_size or 0,
-                        seed=args.seed)  # fmt: skip
+                        seed=args.seed, audit_fraction=args.audit_fraction)  # fmt: skip
     pool = read_table(pool_path)
     initial = None if initial_path is None else read_table(initial_path)
     oracle = CommandOracle(args.oracle, args.target, f"{args.dir}/oracle")

@@ -55,6 +55,11 @@ def positive_float(text: str) -> float:
     return _checked(text, float, lambda v: math.isfinite(v) and v > 0, "expected a positive number")
 
 
+def fraction(text: str) -> float:
+    """argparse type: a fraction in ``[0, 1)``."""
+    return _checked(text, float, lambda v: 0.0 <= v < 1.0, "expected a fraction from 0 up to (not including) 1")
+
+
 def level(text: str) -> float:
     """argparse type: a central-interval probability strictly between 0 and 1 (e.g. ``0.95``)."""
     return _checked(
