@@ -29,6 +29,14 @@ def test_summary_finds_where_a_criterion_reaches_random_at_its_largest_size(benc
     assert summary["variance"]["n_to_reach"] == 2000 and not summary["variance"]["goal_met"]  # 95 % cover 90
 
 
+def test_summary_leaves_the_goal_unchecked_where_random_does_not_improve(bench):
+    runs = [_record("random", 0, n, e) for n, e in ((500, 1.0), (4000, 1.1))]
+    runs += [_record("epig", 0, n, e) for n, e in ((500, 1.0), (2000, 0.9))]
+    summary = {s["criterion"]: s for s in bench.summarise(runs)}
+    assert summary["epig"]["n_to_reach"] == 500 and summary["epig"]["goal_met"] is None
+    assert summary["epig"]["random_err_at_start"] == 1.0
+
+
 @pytest.mark.heavy
 def test_smoke_run_writes_records_and_resumes(bench, tmp_path):
     out = tmp_path / "al.json"
@@ -46,3 +54,14 @@ def test_smoke_run_writes_records_and_resumes(bench, tmp_path):
     # finished runs are kept and not redone
     assert bench.main(args) == 0
     assert json.loads(out.read_text())["runs"] == runs
+
+
+def test_pilot_chooses_the_smallest_budget_near_the_best_val_error():
+    pilot = load_benchmark("active_learning_pilot")
+
+    def rec(process, steps, n, err):
+        return {"process": process, "steps": steps, "n_train": n, "val_median_rel_err": err}
+
+    records = [rec("a", 1500, 4000, 0.60), rec("a", 4000, 4000, 0.30), rec("a", 8000, 4000, 0.29),
+               rec("a", 1500, 500, 0.2), rec("b", 1500, 4000, 1.0), rec("b", 4000, 4000, 0.95)]  # fmt: skip
+    assert pilot.choose(records) == {"a": 4000, "b": 1500}
