@@ -117,7 +117,8 @@ def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, w
     name, batch = (criterion[:-4], "top") if criterion.endswith("_top") else (criterion, "greedy")
     limit, size = (args.max_random, args.random_batch) if criterion == "random" else (args.max_criterion, args.batch)
     config = LoopConfig(spec=spec, batch_size=size, max_labelled=limit, criterion=name, batch=batch,
-                        initial_size=args.initial, seed=seed, audit_fraction=args.audit)  # fmt: skip
+                        initial_size=args.initial, seed=seed, audit_fraction=args.audit,
+                        warm_start=not args.cold)  # fmt: skip
 
     def evaluate(fitted):
         return test_scores(fitted, test, target)
@@ -279,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--initial", type=int, default=500)
     p.add_argument("--batch", type=int, default=250)
     p.add_argument("--random-batch", type=int, default=500, help="batch of the random baseline (fewer fits)")
+    p.add_argument("--cold", action="store_true", help="refit from fresh initialisations, not the previous networks")
     p.add_argument("--audit", type=float, default=AUDIT, help="audit fraction of every batch (validation rows)")
     p.add_argument("--max-random", type=int, default=4000)
     p.add_argument("--max-criterion", type=int, default=2000)
