@@ -169,6 +169,28 @@ def summarise(runs: list[dict]) -> list[dict]:
     return out
 
 
+FIT_COLUMNS = [("process", "process", ""), ("num_steps", "Adam steps", ""), ("refits", "refits", ""),
+               ("pilot_steps", "pilot's steps", ""), ("pilot_refits", "pilot's refits", "")]  # fmt: skip
+
+
+def fits(runs: list[dict]) -> list[dict]:
+    """Per process: the fits' Adam steps and whether refits started from the previous networks, beside
+    the val-row pilot's choices (``active_learning_pilot.json``; ``None`` where it has none)."""
+    path = RESULTS_DIR / "active_learning_pilot.json"
+    pilot = json.loads(path.read_text()) if path.exists() else {}
+    out = []
+    for process in dict.fromkeys(r["process"] for r in runs):
+        mine = [r for r in runs if r["process"] == process]
+        steps = sorted({r.get("num_steps") for r in mine if r.get("num_steps") is not None})
+        warm = any(r.get("warm_start") for r in mine)
+        start = pilot.get("chosen_start", {}).get(process)
+        out.append({"process": process, "num_steps": ", ".join(map(str, steps)) or "-",
+                    "refits": "warm (previous networks)" if warm else "cold (fresh initialisations)",
+                    "pilot_steps": pilot.get("chosen", {}).get(process),
+                    "pilot_refits": None if start is None else ("warm" if start else "cold")})  # fmt: skip
+    return out
+
+
 def _falls(start: float | None, end: float | None) -> bool:
     """Random sampling's error fell from its first to its last fit: only then can a criterion show a saving."""
     return start is not None and end is not None and end < start
@@ -235,6 +257,11 @@ def render(data: dict) -> str:
         "# Active learning on the built-in data (`benchmarks/active_learning.py`)\n\n"
         + (__doc__ or "").split("Usage:")[0].strip()
         + f"\n\nSettings: {json.dumps(data['settings'])}\n\n"
+        + "Each process's fit as run, beside the choices of the val-row pilot (`active_learning_pilot.py`, "
+        "`active_learning_pilot.md`: the Adam budget, and warm or cold refits); a loop's first fit is always cold. "
+        "Where the two differ, the runs were made before the pilot's choice and not redone.\n\n"
+        + markdown_table(fits(data["runs"]), FIT_COLUMNS)
+        + "\n"
         + (
             f"Merged from {len(data['meta']['merged_from'])} result files of loops run side by side as separate "
             "processes sharing the machine's cores (the `seconds` are inflated by that sharing; each file's load "
