@@ -139,3 +139,16 @@ def test_audit_rows_are_random_and_are_the_fits_validation_rows(pool, tmp_path):
     assert not np.array_equal(ids["variance"][32:40], ids["random"][32:40])  # the criteria's own picks differ
     with pytest.raises(InputError, match="audit_fraction"):
         config(audit_fraction=1.0)
+
+
+def test_user_initial_rows_give_a_seeded_audit_share_and_cold_refits_start_fresh(pool, tmp_path):
+    from sigmabnn.workflows.active import AUDIT_COLUMN
+
+    vals = []
+    initial = oracle(pool.head(40))
+    result = run_loop(tmp_path / "loop", pool.iloc[40:], oracle, config(warm_start=False, audit_fraction=0.25),
+                      initial=initial, evaluate=lambda f: vals.append(f.report.data.val) or {})  # fmt: skip
+    assert vals == [10, 12]  # 10 of the 40 initial rows, then 2 of the batch of 10
+    roles = result.labelled[AUDIT_COLUMN]
+    assert len(roles) == 50 and roles[:40].isna().all() and roles[40:].tolist() == ["val"] * 2 + ["train"] * 8
+    assert [h["warm_start"] for h in result.history] == [False, False]

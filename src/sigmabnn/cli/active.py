@@ -42,9 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--audit-fraction",
         type=common.fraction,
-        default=0.0,
+        default=0.1,
         metavar="F",
-        help="share of every batch drawn at random and kept as the fits' validation rows (default 0)",
+        help="share of every batch drawn at random and kept as the fits' validation rows (default 0.1)",
+    )
+    p.add_argument(
+        "--no-warm-start",
+        action="store_true",
+        help="refit every round from fresh initialisations, not the previous round's networks",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                       num_warmup=args.warmup, num_samples=args.draws, **options)  # fmt: skip
     config = LoopConfig(spec=spec, batch_size=args.batch_size, max_labelled=args.max_labelled,
                         criterion=args.criterion, batch=args.batch, initial_size=args.initial_size or 0,
-                        seed=args.seed, audit_fraction=args.audit_fraction)  # fmt: skip
+                        seed=args.seed, audit_fraction=args.audit_fraction,
+                        warm_start=not args.no_warm_start)  # fmt: skip
     pool = read_table(pool_path)
     initial = None if initial_path is None else read_table(initial_path)
     oracle = CommandOracle(args.oracle, args.target, f"{args.dir}/oracle")

@@ -19,8 +19,9 @@ likes, not on those predictions are wanted for. With an audit fraction ``f``, ``
 every batch of ``n`` (the random first batch included) are drawn uniformly at random from the rows
 not yet chosen, labelled with the others and kept as the fits' validation rows (early stopping and
 ``recalibrate="heldout"``): a random sample of the pool however the rest was chosen. Each labelled
-row's role is the column :data:`AUDIT_COLUMN` (``"val"`` or ``"train"``; user-given initial rows
-are ``"train"``), and the fits split by it (``split_column``) instead of the spec's random split.
+row's role is the column :data:`AUDIT_COLUMN` (``"val"`` or ``"train"``; of user-given initial rows
+a seeded random ``f`` are ``"val"``), and the fits split by it (``split_column``) instead of the
+spec's random split. On by default (``f = 0.1``); 0 turns it off.
 
 Without initial labelled rows the first batch (``initial_size`` rows) is chosen at random. The loop
 stops once ``max_labelled`` rows are labelled (after fitting on them) or the pool is exhausted.
@@ -73,7 +74,9 @@ class LoopConfig:
         max_labelled: stop after fitting on this many labelled rows.
         criterion, batch: of :func:`sigmabnn.acquisition.select`.
         initial_size: rows of the random first batch when the loop starts without labelled rows.
-        warm_start: refit from the previous round's networks (``initial_positions``).
+        warm_start: refit from the previous round's networks (``initial_positions``); from fresh
+            initialisations when false (with a small training budget, warm refits can stall where
+            fresh ones keep improving: ``benchmarks/results/active_learning_pilot.md``).
         seed: seed of the random first batch and of each round's random criterion
             (``seed + round``).
         audit_fraction: the share of every batch drawn at random and kept for validation
@@ -88,7 +91,7 @@ class LoopConfig:
     initial_size: int = 0
     warm_start: bool = True
     seed: int = 0
-    audit_fraction: float = 0.0
+    audit_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         if self.criterion not in CRITERIA:
@@ -189,6 +192,17 @@ def _usable(labelled: pd.DataFrame, spec: FitSpec) -> pd.DataFrame:
     return labelled[ok.to_numpy()]
 
 
+def _roles(data: pd.DataFrame, config: LoopConfig) -> np.ndarray:
+    """Each row's role with audit rows: its label's, and for rows without one (initial rows the user
+    gave) a seeded random ``audit_fraction`` of them ``"val"``, the same in every round."""
+    roles = data[AUDIT_COLUMN].to_numpy(object).copy() if AUDIT_COLUMN in data.columns else np.full(len(data), None)
+    missing = np.flatnonzero(pd.isna(roles))
+    roles[missing] = "train"
+    val = np.random.default_rng(config.seed).permutation(missing)[: int(round(config.audit_fraction * missing.size))]
+    roles[val] = "val"
+    return roles
+
+
 def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.DataFrame, evaluate: Any) -> FittedModel:
     """Fit round ``state["round"]`` (warm-started from the previous model), save it, commit."""
     k = state["round"]
@@ -198,8 +212,7 @@ def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.Da
     t0 = time.perf_counter()
     data, spec = _usable(labelled, config.spec), config.spec
     if config.audit_fraction > 0:
-        roles = data[AUDIT_COLUMN] if AUDIT_COLUMN in data.columns else pd.Series("train", index=data.index)
-        data = data.assign(**{AUDIT_COLUMN: roles.fillna("train")})
+        data = data.assign(**{AUDIT_COLUMN: _roles(data, config)})
         spec = spec._replace(data=spec.data._replace(split_column=AUDIT_COLUMN))
     fitted, _ = run_fit(data, spec, progress=False, initial_positions=starts)
     record = {"round": k, "n_labelled": len(labelled), "n_usable": len(_usable(labelled, config.spec)),
