@@ -96,17 +96,22 @@ def test_scores(fitted: Any, test: Any, target: str) -> dict[str, float]:
     return out
 
 
+def split_rows(target: str, split: str) -> Any:
+    """The built-in data's ``split`` rows with a positive cross section ``target``, reindexed."""
+    from sigmabnn.datasets import load_ewino
+
+    df = load_ewino()
+    ok = df[target].notna() & (df[target] > 0)
+    return df[(df["split"] == split) & ok].reset_index(drop=True)
+
+
 def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, workdir: Path) -> list[dict]:
     """One loop (resumed from ``workdir`` if started); its records."""
-    from sigmabnn.datasets import load_ewino
     from sigmabnn.workflows.active import LoopConfig, run_loop
 
     spec = fit_spec(process, seed, num_steps(process, args.num_steps), tuple(args.hidden))
     target = spec.data.target
-    df = load_ewino()
-    ok = df[target].notna() & (df[target] > 0)
-    pool = df[(df["split"] == "train") & ok].reset_index(drop=True)
-    test = df[(df["split"] == "test") & ok].reset_index(drop=True)
+    pool, test = split_rows(target, "train"), split_rows(target, "test")
     if args.test_rows:
         test = test.iloc[: args.test_rows]
     truth = pool.drop(columns=[target])

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import RESULTS_DIR, finish_metadata, markdown_table, meta_lines, run_metadata, write  # noqa: E402
-from active_learning import AUDIT, PROCESSES, fit_spec, test_scores  # noqa: E402
+from active_learning import AUDIT, PROCESSES, fit_spec, split_rows, test_scores  # noqa: E402
 
 RESULTS = RESULTS_DIR / "active_learning_pilot.json"
 SIZES = (500, 4000)
@@ -43,15 +43,11 @@ TOLERANCE = 1.10
 
 def run_cell(process: str, steps: int, n: int, seed: int) -> dict:
     """One fit on ``n`` pool rows with ``steps`` Adam steps, scored on the val rows."""
-    from sigmabnn.datasets import load_ewino
     from sigmabnn.fitting.run import run_fit
 
     spec = fit_spec(process, seed, steps, (20, 20))
     target = spec.data.target
-    df = load_ewino()
-    ok = df[target].notna() & (df[target] > 0)
-    pool = df[(df["split"] == "train") & ok].reset_index(drop=True)
-    val = df[(df["split"] == "val") & ok].reset_index(drop=True)
+    pool, val = split_rows(target, "train"), split_rows(target, "val")
     rows = pool.iloc[np.random.default_rng(seed).permutation(len(pool))[:n]]
     t0 = time.perf_counter()
     fitted, _ = run_fit(rows, spec, progress=False)
@@ -62,15 +58,11 @@ def run_cell(process: str, steps: int, n: int, seed: int) -> dict:
 
 def run_loop_cells(process: str, steps: int, warm: bool, seed: int, workdir: Path) -> list[dict]:
     """The benchmark's random loop with warm or cold refits, every fit scored on the val rows."""
-    from sigmabnn.datasets import load_ewino
     from sigmabnn.workflows.active import LoopConfig, run_loop
 
     spec = fit_spec(process, seed, steps, (20, 20))
     target = spec.data.target
-    df = load_ewino()
-    ok = df[target].notna() & (df[target] > 0)
-    pool = df[(df["split"] == "train") & ok].reset_index(drop=True)
-    val = df[(df["split"] == "val") & ok].reset_index(drop=True)
+    pool, val = split_rows(target, "train"), split_rows(target, "val")
 
     def oracle(rows):
         return rows.merge(pool[["point_id", target]], on="point_id", how="left")

@@ -39,18 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=common.positive_int, metavar="N", help="MCMC warm-up iterations per chain")
     p.add_argument("--draws", type=common.positive_int, metavar="N", help="MCMC draws per chain")
     p.add_argument("--seed", type=common.seed, default=0, metavar="N", help="seed of the fits and random picks")
-    p.add_argument(
-        "--audit-fraction",
-        type=common.fraction,
-        default=0.1,
-        metavar="F",
-        help="share of every batch drawn at random and kept as the fits' validation rows (default 0.1)",
-    )
-    p.add_argument(
-        "--no-warm-start",
-        action="store_true",
-        help="refit every round from fresh initialisations, not the previous round's networks",
-    )
+    audit = "share of every batch drawn at random and kept as the fits' validation rows (default 0.1)"
+    p.add_argument("--audit-fraction", type=common.fraction, default=0.1, metavar="F", help=audit)
+    cold = "refit every round from fresh initialisations, not the previous round's networks"
+    p.add_argument("--no-warm-start", action="store_true", help=cold)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
