@@ -130,6 +130,11 @@ def render(data: dict) -> str:
         + "\n\n"
         + loop_text
         + meta_lines(data["meta"])
+        + (
+            "\nThe loops (`--loops`, run separately): " + meta_lines(data["loops_meta"])
+            if data.get("loops_meta")
+            else ""
+        )
     )
 
 
@@ -140,17 +145,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--loops", action="store_true", help="warm against cold refits (module docstring)")
+    p.add_argument("--merge-loops", type=Path, help="add the loops of this --loops result file to --out")
     p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "sigmabnn_al_pilot")
     args = p.parse_args(argv)
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
     records, meta = old.get("records", []), old.get("meta") or run_metadata("benchmarks/active_learning_pilot.py")
-    loops = old.get("loops", [])
+    loops, meta_loops = old.get("loops", []), old.get("loops_meta")
 
-    def save() -> None:
-        data = {"meta": finish_metadata(meta), "records": records, "chosen": choose(records), "loops": loops,
-                "chosen_start": choose_start(loops)}  # fmt: skip
+    def save(finish: bool = True) -> None:
+        data = {"meta": finish_metadata(meta) if finish else meta, "records": records, "chosen": choose(records),
+                "loops": loops, "chosen_start": choose_start(loops), "loops_meta": meta_loops}  # fmt: skip
         write(args.out, data, render(data))
 
+    if args.merge_loops:  # the loops of a --loops run written to another file
+        part = json.loads(args.merge_loops.read_text())
+        loops += [
+            r
+            for r in part["loops"]
+            if (r["process"], r["warm_start"]) not in {(x["process"], x["warm_start"]) for x in loops}
+        ]
+        meta_loops = part["meta"]
+        save(finish=False)  # the budget cells' own end stays
+        return 0
     if args.loops:
         done = {(r["process"], r["warm_start"]) for r in loops}
         for process in args.processes:
