@@ -3,13 +3,14 @@
 For each process, seed and criterion, :func:`sigmabnn.workflows.active.run_loop` starts from 500
 random rows of the pool (the process's ``train`` rows with a positive cross section; the same 500
 for every criterion of a seed), fits, chooses a batch of 250 pool rows, labels them by looking up
-their cross section (the oracle of a simulation) and refits from the previous round's networks,
-up to ``--max-random`` labelled rows for ``random`` and ``--max-criterion`` for the criteria.
-After every fit the model is scored once on the process's ``test`` rows (never used for a choice:
-the fit configuration and the criteria were fixed before any run; the curves are the measurement).
+their cross section (the oracle of a simulation) and refits (from the previous round's networks
+or from fresh ones, per process: the table below), up to ``--max-random`` labelled rows for
+``random`` and ``--max-criterion`` for the criteria. After every fit the model is scored once on
+the process's ``test`` rows (never used for a choice: the fit configuration was chosen on the
+``val`` rows by ``active_learning_pilot.py``; the curves are the measurement).
 
 The fit is a reduced configuration (a simulation runs hundreds of fits): a deep ensemble
-(:data:`FIT`: 5 members with a variance head, :data:`NUM_STEPS` Adam steps, the recommended NLO
+(:data:`FIT`: 5 members with a variance head, the pilot's Adam steps, the recommended NLO
 inputs, derived features and baseline of :func:`sigmabnn.workflows.nlo.recommended_config`). Its
 validation rows (early stopping, and the intervals recalibrated on them: ``recalibrate="heldout"``)
 are the loop's audit rows (:data:`AUDIT` of every batch, the first included, drawn at random:
@@ -262,6 +263,12 @@ def render(data: dict) -> str:
         "# Active learning on the built-in data (`benchmarks/active_learning.py`)\n\n"
         + (__doc__ or "").split("Usage:")[0].strip()
         + f"\n\nSettings: {json.dumps(data['settings'])}\n\n"
+        + (
+            "**This run has no audit rows** (`--audit 0`): the fits' validation rows are a random 10 % of all "
+            "labelled rows, the actively chosen ones included.\n\n"
+            if data["settings"].get("audit") == 0
+            else ""
+        )
         + "Each process's fit as run, beside the choices of the val-row pilot (`active_learning_pilot.py`, "
         "`active_learning_pilot.md`: the Adam budget, and warm or cold refits); a loop's first fit is always cold. "
         "Where the two differ, the runs were made before the pilot's choice and not redone.\n\n"
