@@ -26,6 +26,7 @@ def test_summary_finds_where_a_criterion_reaches_random_at_its_largest_size(benc
     summary = {s["criterion"]: s for s in bench.summarise(runs)}
     assert summary["random"]["random_err_at_n_max"] == 3.0 and summary["random"]["n_to_reach"] == 4000
     assert summary["bald"]["n_to_reach"] == 2000 and summary["bald"]["goal_met"]  # mean 3.0 <= 3.0
+    assert summary["bald"]["paired_at_2000"] == "1/2"  # seed 0: 2.9 <= 3.0; seed 1: 3.1 > 3.0
     assert summary["variance"]["n_to_reach"] == 2000 and not summary["variance"]["goal_met"]  # 95 % cover 90
 
 
