@@ -215,7 +215,7 @@ def _fit_round(directory: Path, config: LoopConfig, state: dict, labelled: pd.Da
         data = data.assign(**{AUDIT_COLUMN: _roles(data, config)})
         spec = spec._replace(data=spec.data._replace(split_column=AUDIT_COLUMN))
     fitted, _ = run_fit(data, spec, progress=False, initial_positions=starts)
-    record = {"round": k, "n_labelled": len(labelled), "n_usable": len(_usable(labelled, config.spec)),
+    record = {"round": k, "n_labelled": len(labelled), "n_usable": len(data),
               "fit_seconds": time.perf_counter() - t0, "warm_start": starts is not None}  # fmt: skip
     if evaluate is not None:
         record.update(evaluate(fitted))
