@@ -15,8 +15,10 @@ from 500 to 4,000 rows, the first budget of ``--steps``, audit rows as in the be
 on the val rows after every fit; the start with the lower mean val error over the loop's fits is
 chosen, per process.
 
-Usage: ``python benchmarks/active_learning_pilot.py [--processes ...] [--steps 1500 4000 8000]``;
-resumable (records already in the JSON are kept).
+Usage: ``python benchmarks/active_learning_pilot.py [--processes ...] [--steps 1500 5000]`` (the
+budgets); ``--loops --out L.json`` (warm against cold, with the first of ``--steps``), then
+``--merge-loops L.json`` to add those loops to the results; resumable (records already in the JSON
+are kept).
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def render(data: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--processes", nargs="+", default=list(PROCESSES))
-    p.add_argument("--steps", nargs="+", type=int, default=[1500, 4000, 8000])
+    p.add_argument("--steps", nargs="+", type=int, default=[1500, 5000])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--loops", action="store_true", help="warm against cold refits (module docstring)")
