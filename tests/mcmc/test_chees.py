@@ -99,6 +99,34 @@ def test_criterion_gradient_ignores_chains_without_weight_and_non_finite_proposa
     assert float(chees.criterion_gradient(x0, prop, vel, jnp.zeros(3), 0.5)) == 0.0
 
 
+def test_criterion_gradient_with_per_chain_centres_matches_finite_differences():
+    """``centre`` given: each chain's change is measured from its own centre (held fixed), and chains without
+    a centre (``has_centre`` false) keep the across-chain means."""
+    k1, k2, k3, k4 = jax.random.split(jax.random.key(4), 4)
+    sigma = jnp.geomspace(0.3, 3.0, 5)
+    modes = 40.0 * jax.random.normal(k4, (8, 5))  # eight chains in eight far-apart modes
+    x0 = jax.random.normal(k1, (8, 5)) * sigma
+    p0 = jax.random.normal(k2, (8, 5))
+    a = np.asarray(jax.random.uniform(k3, (8,), minval=0.2, maxval=1.0))
+    u, T = 0.4, 2.3
+    prop, vel = _exact_flow(x0, p0, sigma, u * T)
+    estimate = float(chees.criterion_gradient(x0 + modes, prop + modes, vel, jnp.asarray(a), u, None, modes))
+    h = 1e-5
+
+    def f(t):
+        moved = np.asarray(_exact_flow(x0, p0, sigma, u * t)[0])
+        return _criterion(np.asarray(x0), moved, a, 0.0, 0.0)  # every chain about its own mode
+
+    fd = (f(T + h) - f(T - h)) / (2 * h)
+    assert abs(fd) > 1e-3
+    np.testing.assert_allclose(estimate, fd, rtol=1e-6)
+    # no chain has a centre: the across-chain estimate, exactly
+    none = jnp.zeros(8, bool)
+    across = chees.criterion_gradient(x0 + modes, prop + modes, vel, jnp.asarray(a), u)
+    masked = chees.criterion_gradient(x0 + modes, prop + modes, vel, jnp.asarray(a), u, None, modes, none)
+    assert float(masked) == float(across)
+
+
 def test_harmonic_mean_of_acceptance():
     np.testing.assert_allclose(float(chees.harmonic_mean(jnp.array([0.5, 1.0, 0.25]))), 3 / (2 + 1 + 4))
     assert float(chees.harmonic_mean(jnp.array([0.9, 0.0, 0.8]))) == 0.0
@@ -173,6 +201,58 @@ def test_trajectory_length_climbs_to_the_chees_optimum_of_an_anisotropic_gaussia
     assert 0.75 * t_star < final < 1.33 * t_star, (final, t_star)
 
 
+def _adapt_on_modes(sigma, modes, within: bool, n: int = 600):
+    """The triple fed with exact-dynamics proposals of N(mode_c, diag sigma^2) per chain (unit mass)."""
+    num_chains, d = modes.shape
+
+    def body(state, xs):
+        i, key = xs
+        k1, k2 = jax.random.split(key)
+        x0 = jax.random.normal(k1, (num_chains, d)) * sigma
+        p0 = jax.random.normal(k2, (num_chains, d))
+        u = chees.halton(i)
+        prop, vel = _exact_flow(x0, p0, sigma, u * jnp.exp(state.log_trajectory_length))
+        centre = modes if within else None
+        g = chees.criterion_gradient(x0 + modes, prop + modes, vel, jnp.ones(num_chains), u, None, centre)
+        return chees.trajectory_update(state, g), None
+
+    keys = jax.random.split(jax.random.key(1), n)
+    state, _ = jax.jit(lambda s: jax.lax.scan(body, s, (jnp.arange(n), keys)))(chees.trajectory_init(0.05))
+    return float(chees.trajectory_final(state))
+
+
+def test_chains_in_separate_modes_adapt_the_single_mode_optimum_only_with_their_own_centres():
+    """Two groups of chains in modes 200 apart (each mode N(., diag sigma^2)): centred on each chain's own mode
+    (``centre="within"``), T reaches the one-mode ChEES optimum of the previous test; the across-chain centre,
+    between the modes, stops T well below it."""
+    sigma = jnp.geomspace(0.1, 3.0, 10)
+    grid = np.linspace(0.5, 20.0, 4000)
+    s = np.asarray(sigma)[:, None]
+    t_star = grid[np.argmax(np.sum(s**4 * (0.5 - s * np.sin(2 * grid / s) / (4 * grid)), axis=0))]
+    modes = jnp.zeros((64, 10)).at[:32, 0].set(-100.0).at[32:, 0].set(100.0).at[:32, 3].set(50.0)
+    within = _adapt_on_modes(sigma, modes, within=True)
+    across = _adapt_on_modes(sigma, modes, within=False)
+    assert 0.75 * t_star < within < 1.33 * t_star, (within, t_star)
+    assert across < 0.75 * t_star, (across, t_star)
+
+
+def test_running_centre_is_the_mean_then_an_exponential_average_and_frozen_outside_adaptation():
+    x = np.asarray(jax.random.normal(jax.random.key(2), (120, 2, 3)))
+    centre, count = jnp.zeros((2, 3)), jnp.zeros(2, jnp.int32)
+    for i, pos in enumerate(x):
+        centre, count = chees._centre_update(centre, count, jnp.asarray(pos), jnp.asarray(True))
+        if i + 1 == chees.CENTRE_WINDOW:  # the plain mean of the first CENTRE_WINDOW positions
+            np.testing.assert_allclose(np.asarray(centre), x[: i + 1].mean(0), rtol=1e-10, atol=1e-12)
+    expected = x[: chees.CENTRE_WINDOW].mean(0)
+    for pos in x[chees.CENTRE_WINDOW :]:
+        expected = expected + (pos - expected) / chees.CENTRE_WINDOW
+    np.testing.assert_allclose(np.asarray(centre), expected, rtol=1e-10, atol=1e-12)
+    assert np.all(np.asarray(count) == 120)
+    frozen = chees._centre_update(centre, count, jnp.ones((2, 3)) * 9.0, jnp.asarray(False))
+    np.testing.assert_array_equal(np.asarray(frozen[0]), np.asarray(centre))
+    np.testing.assert_array_equal(np.asarray(frozen[1]), np.asarray(count))
+
+
 # --------------------------------------------------------------------------- the sampler
 
 
@@ -219,6 +299,8 @@ def test_input_errors():
         _run(dense_mass=True)
     with pytest.raises(ValueError, match="max_integration_steps"):
         _run(max_integration_steps=0)
+    with pytest.raises(ValueError, match="centre must be one of chains, within"):
+        _run(chees_centre="middle")
 
 
 def _gibbs(key, x, h):
@@ -258,9 +340,11 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("centre", chees.CENTRES)
 @pytest.mark.parametrize("target", ["correlated", "ill-scaled"])
-def test_moments_of_known_gaussians(target):
-    """32 chains: means and variances within 4 Monte-Carlo standard errors (from the ESS) of the truth."""
+def test_moments_of_known_gaussians(target, centre):
+    """32 chains: means and variances within 4 Monte-Carlo standard errors (from the ESS) of the truth, with
+    the criterion centred across the chains or on each chain's running centre."""
     d = 20
     if target == "correlated":
         cov = correlated_cov(d, seed=5)
@@ -271,7 +355,7 @@ def test_moments_of_known_gaussians(target):
     ld = gaussian(mean, cov)
     init = jax.random.normal(jax.random.key(7), (32, d))
     r = sample(
-        jax.random.key(11), make_algorithm("chees"), lambda x, _: ld(x), init, None,
+        jax.random.key(11), make_algorithm("chees", chees_centre=centre), lambda x, _: ld(x), init, None,
         RunConfig(num_warmup=400, num_samples=250, split_chains=False), progress=False,
     )  # fmt: skip
     assert int(np.sum(np.asarray(r.info.is_divergent))) == 0

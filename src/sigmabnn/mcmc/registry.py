@@ -25,6 +25,7 @@ class _Settings(NamedTuple):
     num_integration_steps: int
     random_direction: bool
     max_integration_steps: int | None
+    chees_centre: str
 
 
 def _nuts(s: _Settings) -> SamplingAlgorithm:
@@ -62,6 +63,7 @@ def _chees(s: _Settings) -> SamplingAlgorithm:
         initial_step_size=s.initial_step_size,
         initial_num_steps=int(s.num_integration_steps),
         max_num_steps=int(max_num_steps),
+        centre=s.chees_centre,
     )
 
 
@@ -87,6 +89,7 @@ def make_algorithm(
     num_integration_steps: int = 32,
     random_direction: bool = False,
     max_integration_steps: int | None = None,
+    chees_centre: str = "chains",
 ) -> SamplingAlgorithm:
     """The sampling algorithm named ``kernel``, with its settings (the same object for the same settings).
 
@@ -106,6 +109,8 @@ def make_algorithm(
             length, in steps of the initial step size).
         random_direction: HMC integrates forwards or backwards in time at random.
         max_integration_steps: chees only: cap on the leapfrog steps of one iteration.
+        chees_centre: chees only: where its criterion measures squared distances from,
+            ``"chains"`` or ``"within"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``centre``).
 
     Raises:
         ValueError: an unknown kernel or invalid settings (one-line message).
@@ -120,5 +125,6 @@ def make_algorithm(
         num_integration_steps=num_integration_steps,
         random_direction=random_direction,
         max_integration_steps=max_integration_steps,
+        chees_centre=chees_centre,
     )
     return ALGORITHMS[kernel](settings)

@@ -78,6 +78,10 @@ class MCMCConfig(NamedTuple):
             the chains from Glorot-normal draws.
         noise_from_map: when learning the noise precision, start it at the
             mean of its conditional given the MAP fits (else the likelihood's value).
+        chees_centre: ``"chees"`` only: where its trajectory criterion measures squared
+            distances from: ``"chains"`` (the across-chain means, Hoffman et al.'s) or
+            ``"within"`` (each chain's running centre; for chains in separate modes:
+            :mod:`sigmabnn.mcmc.chees`).
     """
 
     kernel: str = "nuts"
@@ -95,6 +99,7 @@ class MCMCConfig(NamedTuple):
     hyperprior: HyperPrior = HyperPrior()
     map: MAPConfig | None = MAPConfig()
     noise_from_map: bool = True
+    chees_centre: str = "chains"
 
 
 class TrainInfo(NamedTuple):
@@ -178,6 +183,7 @@ def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
         max_tree_depth=config.max_tree_depth,
         num_integration_steps=config.num_integration_steps,
         random_direction=config.random_direction,
+        chees_centre=config.chees_centre,
     )
 
 
