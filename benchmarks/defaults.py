@@ -324,6 +324,10 @@ def mcmc_entry(method: str, depth: int, warmup: int, samples: int, chains: int |
     return {**out, **({} if chains is None else {"num_chains": chains}), **recal}
 
 
+#: ChEES centred within each chain, with the automatic quantile recalibration of the chosen default.
+WITHIN_AUTO = {
+    "chees_centre": "within", "recalibrate": "auto", "recalibration_map": "quantile", "recalibration_gate": 1.0,
+}  # fmt: skip
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -353,24 +357,20 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
         "chees", 7, 300, 125, 8, map={"lbfgs_steps": 1000}, recalibrate="auto", recalibration_gate=1.0
     ),
     # ChEES's criterion centred on each chain's own running mean (chains from separate MAP fits sit in
-    # separate modes), at the trajectory cap of depth 7 (127 leapfrog steps) and of depth 9 (511)
+    # separate modes), at the trajectory cap of depth 7 (127 leapfrog steps), 8 (255) and 9 (511)
     "chees-within-8x125": mcmc_entry("chees", 7, 300, 125, 8, chees_centre="within", recalibrate=False),
+    "chees-within-8x125-d8": mcmc_entry("chees", 8, 300, 125, 8, chees_centre="within", recalibrate=False),
     "chees-within-8x125-d9": mcmc_entry("chees", 9, 300, 125, 8, chees_centre="within", recalibrate=False),
-    "chees-within-8x125-auto": mcmc_entry(
-        "chees", 7, 300, 125, 8, chees_centre="within", recalibrate="auto", recalibration_map="quantile",
-        recalibration_gate=1.0,
-    ),  # fmt: skip
-    "chees-within-8x125-d9-auto": mcmc_entry(
-        "chees", 9, 300, 125, 8, chees_centre="within", recalibrate="auto", recalibration_map="quantile",
-        recalibration_gate=1.0,
-    ),  # fmt: skip
+    "chees-within-8x125-auto": mcmc_entry("chees", 7, 300, 125, 8, **WITHIN_AUTO),
+    "chees-within-8x125-d8-auto": mcmc_entry("chees", 8, 300, 125, 8, **WITHIN_AUTO),
+    "chees-within-8x125-d9-auto": mcmc_entry("chees", 9, 300, 125, 8, **WITHIN_AUTO),
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
     "chees-map", "chees-map-8x125", "chees-map-16x64", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal",
     "chees-map-8x125-loo", "chees-map-8x125-auto-quantile", "chees-map-8x125-auto-scale", "chees-map-8x125-auto-gated",
     "chees-map-8x125-lbfgs", "chees-map-8x125-lbfgs-auto", "chees-within-8x125", "chees-within-8x125-d9",
-    "chees-within-8x125-auto", "chees-within-8x125-d9-auto",
+    "chees-within-8x125-d8", "chees-within-8x125-auto", "chees-within-8x125-d8-auto", "chees-within-8x125-d9-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
