@@ -159,6 +159,16 @@ def test_recommended_config_fields_and_overrides():
         nlo.recommended_config("1000022,1000022", chains=3)
 
 
+def test_nlo_sampler_keeps_the_chees_centre_it_was_validated_with():
+    """The NLO configuration writes its ChEES centre out: the library's default sampler may change without
+    changing the validated NLO fits."""
+    cfg = nlo.recommended_config("1000022,1000022")
+    assert cfg.chees_centre == "chains"
+    config = cfg.fit_spec(seed=0).mcmc_config(n_train=1000, num_params=500)
+    assert config.kernel == "chees" and config.chees_centre == "chains"
+    assert config.max_tree_depth == cfg.max_tree_depth and config.num_chains == cfg.num_chains
+
+
 def test_hetero_student_t_log_prob_and_pit_match_scipy():
     import jax.numpy as jnp
     from scipy import stats

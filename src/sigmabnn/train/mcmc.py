@@ -138,7 +138,9 @@ class TrainInfo(NamedTuple):
 #: ChEES-HMC's defaults, the library's default sampler (:data:`sigmabnn.names.DEFAULT_METHOD`): chains,
 #: warm-up, kept draws per chain, and the trajectory cap ``2**max_tree_depth - 1`` leapfrog steps.
 #: Chosen on validation rows of a battery of tables (``benchmarks/defaults.py --phase validate``).
-CHEES_DEFAULTS = {"num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7}
+CHEES_DEFAULTS = {
+    "num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7, "chees_centre": "within",
+}  # fmt: skip
 
 
 def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCConfig:
@@ -150,7 +152,10 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
       1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration. The
       chains share one adapted step size and trajectory length, so they adapt together quickly;
       more chains from separate MAP starts cover more of the posterior's modes than a few long
-      ones at the same cost (Sommer et al. 2024, arXiv:2402.01484);
+      ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
+      centred on each chain's own running mean (``chees_centre="within"``): chains from
+      separate MAP starts sit in separate modes, and centred between them the criterion
+      stopped the trajectories short (:mod:`sigmabnn.mcmc.chees`);
     - the other kernels: 4 chains x 250 draws = 1000 networks (the thesis keeps 1000), no
       thinning; warm-up 500 iterations below 200 parameters, 1000 below 2000, else 1500
       (larger networks need longer slow windows to estimate the mass matrix and settle the

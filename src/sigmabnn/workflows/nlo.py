@@ -94,6 +94,9 @@ class NLOConfig(NamedTuple):
             leapfrog steps of one iteration.
         num_integration_steps: HMC leapfrog steps per transition (the thesis's L); ChEES's
             initial trajectory length in steps.
+        chees_centre: ChEES's criterion centre (:attr:`sigmabnn.train.MCMCConfig.chees_centre`):
+            ``"chains"``, the across-chain means the NLO configuration was validated with
+            (written out, so a change of the library's default sampler does not change it).
         map_steps, map_learning_rate: Adam pretraining of each chain's start.
         map_lbfgs_steps: L-BFGS iterations polishing each start after Adam
             (:attr:`sigmabnn.map.MAPConfig.lbfgs_steps`; 0: none).
@@ -132,6 +135,7 @@ class NLOConfig(NamedTuple):
     num_samples: int = 50
     max_tree_depth: int = 5
     num_integration_steps: int = 32
+    chees_centre: str = "chains"
     map_steps: int = 3000
     map_learning_rate: float = 1e-2
     map_lbfgs_steps: int = 1000
@@ -181,6 +185,7 @@ class NLOConfig(NamedTuple):
             baseline=self.baseline,
             max_tree_depth=self.max_tree_depth,
             num_integration_steps=self.num_integration_steps,
+            chees_centre=self.chees_centre,
             map=self.map_config(),
             recalibrate=self.recalibrate_rows if self.recalibrate else False,
         )
