@@ -41,9 +41,9 @@ Centre of the criterion (``centre`` of :func:`algorithm`): ``"chains"`` (the pap
 every chain's move from the across-chain means above. Chains started from separate MAP fits of
 a BNN sit in separate modes, where the across-chain mean lies between the modes: the
 criterion then scores moves by their projection on the directions between modes, which the
-chains do not travel, and ``T`` can settle far below what exploring one mode needs (on a
-steep 6-input table of ``benchmarks/defaults.py`` the adapted trajectories averaged 6
-leapfrog steps, and the fit's validation error was 4.8 times that of 87-step trajectories).
+chains do not travel, and ``T`` can settle far below what exploring one mode needs (the
+table ``steep6d-300`` of ``benchmarks/results/defaults_validation.md``: candidates
+``chees-map-8x125`` against ``chees-within-8x125*``).
 ``"within"`` measures each chain's move from its own running centre instead: an exponential
 moving average of the chain's warm-up positions (weight ``max(1/n, 1/CENTRE_WINDOW)`` for
 the chain's ``n``-th adapting iteration), the estimate of ``E q`` within the chain's mode. The
