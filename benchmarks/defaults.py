@@ -328,6 +328,9 @@ def mcmc_entry(method: str, depth: int, warmup: int, samples: int, chains: int |
 WITHIN_AUTO = {
     "chees_centre": "within", "recalibrate": "auto", "recalibration_map": "quantile", "recalibration_gate": 1.0,
 }  # fmt: skip
+#: ChEES 8 x 125 from MAP starts, with no max_tree_depth: the library's trajectory cap scaled to the fitted rows
+#: (``sigmabnn.train.mcmc.chees_max_tree_depth``: depth 9 up to 256 rows, 8 up to 512, else 7).
+ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -364,6 +367,8 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     "chees-within-8x125-auto": mcmc_entry("chees", 7, 300, 125, 8, **WITHIN_AUTO),
     "chees-within-8x125-d8-auto": mcmc_entry("chees", 8, 300, 125, 8, **WITHIN_AUTO),
     "chees-within-8x125-d9-auto": mcmc_entry("chees", 9, 300, 125, 8, **WITHIN_AUTO),
+    "chees-within-8x125-rows": {**ROWS_CAP, "chees_centre": "within", "recalibrate": False},
+    "chees-within-8x125-rows-auto": {**ROWS_CAP, **WITHIN_AUTO},
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
@@ -371,6 +376,7 @@ CANDIDATES = (
     "chees-map-8x125-loo", "chees-map-8x125-auto-quantile", "chees-map-8x125-auto-scale", "chees-map-8x125-auto-gated",
     "chees-map-8x125-lbfgs", "chees-map-8x125-lbfgs-auto", "chees-within-8x125", "chees-within-8x125-d9",
     "chees-within-8x125-d8", "chees-within-8x125-auto", "chees-within-8x125-d8-auto", "chees-within-8x125-d9-auto",
+    "chees-within-8x125-rows", "chees-within-8x125-rows-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)

@@ -18,6 +18,7 @@ from sigmabnn.map import MAPConfig
 from sigmabnn.model import BNN, Categorical, Data, Gaussian, GaussianPrior, parse_architecture
 from sigmabnn.train import MCMCConfig, default_config, fit_mcmc
 from sigmabnn.train.gibbs import HyperPrior
+from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth
 
 ALPHA_W, ALPHA_B, NOISE = 0.5, 0.25, 4.0
 
@@ -59,15 +60,26 @@ def test_default_config_rule():
         default_config(0, 10)
 
 
+def test_chees_trajectory_cap_scales_with_rows():
+    # rows x 2**depth within the budget, clipped to [7, 9]: the boundaries are exact powers of two
+    cases = {1: 9, 256: 9, 257: 8, 512: 8, 513: 7, 1024: 7, 10**6: 7}
+    assert {n: chees_max_tree_depth(n) for n in cases} == cases
+    for n in (1, 100, 256, 300, 512):
+        assert n * 2 ** chees_max_tree_depth(n) <= CHEES_ROW_STEP_BUDGET
+    with pytest.raises(ValueError, match="n_data"):
+        chees_max_tree_depth(0)
+
+
 def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
     from sigmabnn.fitting.spec import build_spec
     from sigmabnn.names import DEFAULT_METHOD
 
     assert DEFAULT_METHOD == "chees"
-    for n, params in ((100, 50), (8000, 561), (50_000, 5000)):
+    for n, params, depth in ((100, 50, 9), (400, 200, 8), (8000, 561, 7), (50_000, 5000, 7)):
         config = build_spec("y").mcmc_config(n, params)
         assert config.kernel == "chees" and config.num_chains * config.num_samples == 1000
-        assert (config.num_warmup, config.max_tree_depth) == (300, 7) and config.map == default_config(n, params).map
+        assert (config.num_warmup, config.max_tree_depth) == (300, depth)
+        assert config.map == default_config(n, params).map
     # a method or a chain count given explicitly keeps its own defaults
     nuts = build_spec("y", method="nuts").mcmc_config(100, 50)
     assert (nuts.kernel, nuts.num_chains, nuts.num_warmup, nuts.max_tree_depth) == ("nuts", 4, 500, 10)

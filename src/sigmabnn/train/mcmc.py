@@ -142,6 +142,29 @@ CHEES_DEFAULTS = {
     "num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7, "chees_centre": "within",
 }  # fmt: skip
 
+#: The default ChEES trajectory cap's budget: rows x leapfrog steps per iteration (2**17). A small table
+#: affords longer trajectories in the same time, so the cap doubles each time the rows halve below
+#: 1024 (:func:`chees_max_tree_depth`).
+CHEES_ROW_STEP_BUDGET = 2**17
+#: The deepest default ChEES cap (511 leapfrog steps), whatever the rows.
+CHEES_MAX_DEPTH_CAP = 9
+
+
+def chees_max_tree_depth(n_data: int) -> int:
+    """The default ChEES trajectory cap for ``n_data`` fitted rows, as a tree depth (``2**depth - 1`` steps).
+
+    The largest depth with ``n_data * 2**depth <= CHEES_ROW_STEP_BUDGET``, between
+    ``CHEES_DEFAULTS["max_tree_depth"]`` (7) and :data:`CHEES_MAX_DEPTH_CAP` (9): depth 9 up to 256
+    rows, 8 up to 512, else 7. A leapfrog step's cost grows with the rows, so this keeps a small
+    table's fit within the time of a 1,000-row one while its chains travel further: on the battery's
+    small tables, a cap of 127 steps stopped ChEES short of the trajectory it adapted towards.
+    """
+    n = int(n_data)
+    if n < 1:
+        raise ValueError(f"n_data must be >= 1, got {n_data}")
+    floor = int(CHEES_DEFAULTS["max_tree_depth"])
+    return max(floor, min(CHEES_MAX_DEPTH_CAP, int(math.floor(math.log2(CHEES_ROW_STEP_BUDGET / n)))))
+
 
 def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCConfig:
     """A configuration of ``kernel`` scaled to the problem size.
@@ -149,7 +172,8 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
     The rule:
 
     - ``"chees"`` (the library's default method): :data:`CHEES_DEFAULTS`, 8 chains x 125 draws =
-      1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration. The
+      1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration above
+      512 rows, 255 up to 512 and 511 up to 256 (:func:`chees_max_tree_depth`). The
       chains share one adapted step size and trajectory length, so they adapt together quickly;
       more chains from separate MAP starts cover more of the posterior's modes than a few long
       ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
@@ -174,7 +198,8 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
         epochs = max(10, math.ceil(2000 * 1024 / n_data))
         map_config = MAPConfig(learning_rate=1e-2, num_epochs=epochs, batch_size=1024, patience=200)
     if kernel == "chees":
-        return MCMCConfig(kernel="chees", thin=1, map=map_config, **CHEES_DEFAULTS)
+        settings = {**CHEES_DEFAULTS, "max_tree_depth": chees_max_tree_depth(n_data)}
+        return MCMCConfig(kernel="chees", thin=1, map=map_config, **settings)
     num_warmup = 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
     return MCMCConfig(kernel=kernel, num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
 
