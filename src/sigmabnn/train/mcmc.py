@@ -155,9 +155,12 @@ def chees_max_tree_depth(n_data: int) -> int:
 
     The largest depth with ``n_data * 2**depth <= CHEES_ROW_STEP_BUDGET``, between
     ``CHEES_DEFAULTS["max_tree_depth"]`` (7) and :data:`CHEES_MAX_DEPTH_CAP` (9): depth 9 up to 256
-    rows, 8 up to 512, else 7. A leapfrog step's cost grows with the rows, so this keeps a small
-    table's fit within the time of a 1,000-row one while its chains travel further: on the battery's
-    small tables, a cap of 127 steps stopped ChEES short of the trajectory it adapted towards.
+    rows, 8 up to 512, else 7. A leapfrog step's cost grows with the rows, so a small table's fit
+    stays within the time of a 1,000-row one while its chains travel further: the cap bounds the
+    trajectory length ChEES adapts (``T / eps``), and on the battery's tables of up to 512 rows the
+    larger caps gave longer trajectories and lower R-hat of the predictions
+    (``benchmarks/results/defaults_validation.json``, ``mean_integration_steps`` and
+    ``rhat_predictions`` of ``chees-within-8x125`` against ``chees-within-8x125-rows``).
     """
     n = int(n_data)
     if n < 1:
