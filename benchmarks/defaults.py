@@ -331,6 +331,7 @@ WITHIN_AUTO = {
 #: ChEES 8 x 125 from MAP starts, with no max_tree_depth: the library's trajectory cap scaled to the fitted rows
 #: (``sigmabnn.train.mcmc.chees_max_tree_depth``: depth 9 up to 256 rows, 8 up to 512, else 7).
 ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8}
+ROWS_WARMUP = {k: v for k, v in ROWS_CAP.items() if k != "num_warmup"}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -369,6 +370,9 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     "chees-within-8x125-d9-auto": mcmc_entry("chees", 9, 300, 125, 8, **WITHIN_AUTO),
     "chees-within-8x125-rows": {**ROWS_CAP, "chees_centre": "within", "recalibrate": False},
     "chees-within-8x125-rows-auto": {**ROWS_CAP, **WITHIN_AUTO},
+    # the same, with no num_warmup: the library's chees_num_warmup (600 up to 256 fitted rows, else 300)
+    "chees-within-8x125-rows-w": {**ROWS_WARMUP, "chees_centre": "within", "recalibrate": False},
+    "chees-within-8x125-rows-w-auto": {**ROWS_WARMUP, **WITHIN_AUTO},
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
@@ -376,7 +380,8 @@ CANDIDATES = (
     "chees-map-8x125-loo", "chees-map-8x125-auto-quantile", "chees-map-8x125-auto-scale", "chees-map-8x125-auto-gated",
     "chees-map-8x125-lbfgs", "chees-map-8x125-lbfgs-auto", "chees-within-8x125", "chees-within-8x125-d9",
     "chees-within-8x125-d8", "chees-within-8x125-auto", "chees-within-8x125-d8-auto", "chees-within-8x125-d9-auto",
-    "chees-within-8x125-rows", "chees-within-8x125-rows-auto",
+    "chees-within-8x125-rows", "chees-within-8x125-rows-auto", "chees-within-8x125-rows-w",
+    "chees-within-8x125-rows-w-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)

@@ -18,7 +18,7 @@ from sigmabnn.map import MAPConfig
 from sigmabnn.model import BNN, Categorical, Data, Gaussian, GaussianPrior, parse_architecture
 from sigmabnn.train import MCMCConfig, default_config, fit_mcmc
 from sigmabnn.train.gibbs import HyperPrior
-from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth
+from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth, chees_num_warmup
 
 ALPHA_W, ALPHA_B, NOISE = 0.5, 0.25, 4.0
 
@@ -60,7 +60,7 @@ def test_default_config_rule():
         default_config(0, 10)
 
 
-def test_chees_trajectory_cap_scales_with_rows():
+def test_chees_trajectory_cap_and_warmup_scale_with_rows():
     # rows x 2**depth within the budget, clipped to [7, 9]: the boundaries are exact powers of two
     cases = {1: 9, 256: 9, 257: 8, 512: 8, 513: 7, 1024: 7, 10**6: 7}
     assert {n: chees_max_tree_depth(n) for n in cases} == cases
@@ -68,6 +68,10 @@ def test_chees_trajectory_cap_scales_with_rows():
         assert n * 2 ** chees_max_tree_depth(n) <= CHEES_ROW_STEP_BUDGET
     with pytest.raises(ValueError, match="n_data"):
         chees_max_tree_depth(0)
+    # the longer warm-up goes with the deepest cap
+    assert [chees_num_warmup(n) for n in (1, 256, 257, 10**6)] == [600, 600, 300, 300]
+    with pytest.raises(ValueError, match="n_data"):
+        chees_num_warmup(0)
 
 
 def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
@@ -75,10 +79,15 @@ def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
     from sigmabnn.names import DEFAULT_METHOD
 
     assert DEFAULT_METHOD == "chees"
-    for n, params, depth in ((100, 50, 9), (400, 200, 8), (8000, 561, 7), (50_000, 5000, 7)):
+    for n, params, warmup, depth in (
+        (100, 50, 600, 9),
+        (400, 200, 300, 8),
+        (8000, 561, 300, 7),
+        (50_000, 5000, 300, 7),
+    ):
         config = build_spec("y").mcmc_config(n, params)
         assert config.kernel == "chees" and config.num_chains * config.num_samples == 1000
-        assert (config.num_warmup, config.max_tree_depth) == (300, depth)
+        assert (config.num_warmup, config.max_tree_depth) == (warmup, depth)
         assert config.map == default_config(n, params).map
     # a method or a chain count given explicitly keeps its own defaults
     nuts = build_spec("y", method="nuts").mcmc_config(100, 50)

@@ -150,6 +150,21 @@ CHEES_ROW_STEP_BUDGET = 2**17
 CHEES_MAX_DEPTH_CAP = 9
 
 
+#: The default ChEES warm-up on tables of at most this many fitted rows: the longer trajectories of the
+#: deepest cap start from the same initial length and take more iterations to adapt.
+CHEES_SMALL_TABLE_ROWS = 256
+CHEES_SMALL_TABLE_WARMUP = 600
+
+
+def chees_num_warmup(n_data: int) -> int:
+    """The default ChEES warm-up iterations for ``n_data`` fitted rows: :data:`CHEES_SMALL_TABLE_WARMUP` up to
+    :data:`CHEES_SMALL_TABLE_ROWS` rows (where :func:`chees_max_tree_depth` allows 511 steps), else
+    ``CHEES_DEFAULTS["num_warmup"]`` (300)."""
+    if int(n_data) < 1:
+        raise ValueError(f"n_data must be >= 1, got {n_data}")
+    return CHEES_SMALL_TABLE_WARMUP if int(n_data) <= CHEES_SMALL_TABLE_ROWS else int(CHEES_DEFAULTS["num_warmup"])
+
+
 def chees_max_tree_depth(n_data: int) -> int:
     """The default ChEES trajectory cap for ``n_data`` fitted rows, as a tree depth (``2**depth - 1`` steps).
 
@@ -176,7 +191,8 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
 
     - ``"chees"`` (the library's default method): :data:`CHEES_DEFAULTS`, 8 chains x 125 draws =
       1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration above
-      512 rows, 255 up to 512 and 511 up to 256 (:func:`chees_max_tree_depth`). The
+      512 rows, 255 up to 512 and 511 up to 256 (:func:`chees_max_tree_depth`), where the
+      warm-up is 600 iterations (:func:`chees_num_warmup`). The
       chains share one adapted step size and trajectory length, so they adapt together quickly;
       more chains from separate MAP starts cover more of the posterior's modes than a few long
       ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
@@ -201,7 +217,9 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
         epochs = max(10, math.ceil(2000 * 1024 / n_data))
         map_config = MAPConfig(learning_rate=1e-2, num_epochs=epochs, batch_size=1024, patience=200)
     if kernel == "chees":
-        settings = {**CHEES_DEFAULTS, "max_tree_depth": chees_max_tree_depth(n_data)}
+        settings = {
+            **CHEES_DEFAULTS, "max_tree_depth": chees_max_tree_depth(n_data), "num_warmup": chees_num_warmup(n_data)
+        }  # fmt: skip
         return MCMCConfig(kernel="chees", thin=1, map=map_config, **settings)
     num_warmup = 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
     return MCMCConfig(kernel=kernel, num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
