@@ -331,6 +331,7 @@ WITHIN_AUTO = {
 #: ChEES 8 x 125 from MAP starts, with no max_tree_depth: the library's trajectory cap scaled to the fitted rows
 #: (``sigmabnn.train.mcmc.chees_max_tree_depth``: depth 9 up to 256 rows, 8 up to 512, else 7).
 ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8}
+#: The same with no num_warmup either: the library's warm-up, scaled with the cap (``chees_num_warmup``).
 ROWS_WARMUP = {k: v for k, v in ROWS_CAP.items() if k != "num_warmup"}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.

@@ -148,21 +148,17 @@ CHEES_DEFAULTS = {
 CHEES_ROW_STEP_BUDGET = 2**17
 #: The deepest default ChEES cap (511 leapfrog steps), whatever the rows.
 CHEES_MAX_DEPTH_CAP = 9
-
-
-#: The default ChEES warm-up on tables of at most this many fitted rows: the longer trajectories of the
-#: deepest cap start from the same initial length and take more iterations to adapt.
-CHEES_SMALL_TABLE_ROWS = 256
-CHEES_SMALL_TABLE_WARMUP = 600
+#: The default ChEES warm-up where the cap is the deepest: the longer trajectories start from the same
+#: initial length and take more iterations to adapt.
+CHEES_DEEP_CAP_WARMUP = 600
 
 
 def chees_num_warmup(n_data: int) -> int:
-    """The default ChEES warm-up iterations for ``n_data`` fitted rows: :data:`CHEES_SMALL_TABLE_WARMUP` up to
-    :data:`CHEES_SMALL_TABLE_ROWS` rows (where :func:`chees_max_tree_depth` allows 511 steps), else
-    ``CHEES_DEFAULTS["num_warmup"]`` (300)."""
-    if int(n_data) < 1:
-        raise ValueError(f"n_data must be >= 1, got {n_data}")
-    return CHEES_SMALL_TABLE_WARMUP if int(n_data) <= CHEES_SMALL_TABLE_ROWS else int(CHEES_DEFAULTS["num_warmup"])
+    """The default ChEES warm-up iterations for ``n_data`` fitted rows: :data:`CHEES_DEEP_CAP_WARMUP` where
+    :func:`chees_max_tree_depth` gives the deepest cap (up to 256 rows), else ``CHEES_DEFAULTS["num_warmup"]``
+    (300)."""
+    deepest = chees_max_tree_depth(n_data) == CHEES_MAX_DEPTH_CAP
+    return CHEES_DEEP_CAP_WARMUP if deepest else int(CHEES_DEFAULTS["num_warmup"])
 
 
 def chees_max_tree_depth(n_data: int) -> int:
