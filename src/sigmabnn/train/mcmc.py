@@ -136,7 +136,9 @@ class TrainInfo(NamedTuple):
 
 
 #: ChEES-HMC's defaults, the library's default sampler (:data:`sigmabnn.names.DEFAULT_METHOD`): chains,
-#: warm-up, kept draws per chain, and the trajectory cap ``2**max_tree_depth - 1`` leapfrog steps.
+#: warm-up, kept draws per chain, and the trajectory cap ``2**max_tree_depth - 1`` leapfrog steps. The warm-up
+#: and cap are those above 512 fitted rows; :func:`default_config` raises them on smaller tables
+#: (:func:`chees_num_warmup`, :func:`chees_max_tree_depth`, which take these as their floors).
 #: Chosen on validation rows of a battery of tables (``benchmarks/defaults.py --phase validate``).
 CHEES_DEFAULTS = {
     "num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7, "chees_centre": "within",
