@@ -333,6 +333,9 @@ WITHIN_AUTO = {
 ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8}
 #: The same with no num_warmup either: the library's warm-up, scaled with the cap (``chees_num_warmup``).
 ROWS_WARMUP = {k: v for k, v in ROWS_CAP.items() if k != "num_warmup"}
+#: fit's own split of a table (train, val, test fractions) with no internal test part.
+SPLIT_90 = {"split": [0.9, 0.1, 0.0]}
+SPLIT_V20 = {"split": [0.8, 0.2, 0.0]}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -374,6 +377,12 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     # the same, with no num_warmup: the library's chees_num_warmup (600 up to 256 fitted rows, else 300)
     "chees-within-8x125-rows-w": {**ROWS_WARMUP, "chees_centre": "within", "recalibrate": False},
     "chees-within-8x125-rows-w-auto": {**ROWS_WARMUP, **WITHIN_AUTO},
+    # the same, with fit's own split of the rows changed: no internal test part (its 10 % trains the sampler:
+    # split 90/10/0), or that 10 % moved to the validation part (80/20/0: twice the recalibration rows)
+    "chees-within-8x125-rows-w-s90": {**ROWS_WARMUP, "chees_centre": "within", "recalibrate": False, **SPLIT_90},
+    "chees-within-8x125-rows-w-s90-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_90},
+    "chees-within-8x125-rows-w-v20": {**ROWS_WARMUP, "chees_centre": "within", "recalibrate": False, **SPLIT_V20},
+    "chees-within-8x125-rows-w-v20-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_V20},
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
@@ -382,7 +391,8 @@ CANDIDATES = (
     "chees-map-8x125-lbfgs", "chees-map-8x125-lbfgs-auto", "chees-within-8x125", "chees-within-8x125-d9",
     "chees-within-8x125-d8", "chees-within-8x125-auto", "chees-within-8x125-d8-auto", "chees-within-8x125-d9-auto",
     "chees-within-8x125-rows", "chees-within-8x125-rows-auto", "chees-within-8x125-rows-w",
-    "chees-within-8x125-rows-w-auto",
+    "chees-within-8x125-rows-w-auto", "chees-within-8x125-rows-w-s90", "chees-within-8x125-rows-w-s90-auto",
+    "chees-within-8x125-rows-w-v20", "chees-within-8x125-rows-w-v20-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)

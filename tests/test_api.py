@@ -43,7 +43,13 @@ def test_fit_mh_end_to_end_save_load_predict(tmp_path):
     assert fitted.draws.positions.shape == (2, 50, 25)
     assert fitted.method == "mh" and fitted.log_target
     data = report.data
-    assert (data.rows, data.train, data.val, data.test, data.skipped_columns) == (80, 64, 8, 8, ("run",))
+    assert (data.rows, data.train, data.val, data.test, data.skipped_columns) == (
+        80,
+        72,
+        8,
+        0,
+        ("run",),
+    )  # DEFAULT_SPLIT 90/10/0
     assert set(fitted.adapted) == {"step_size", "inverse_mass_matrix"}
     assert len(report.sampler.acceptance) == 2
     assert fitted.diagnostics == report.to_json() and fitted.report == report

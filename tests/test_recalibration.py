@@ -370,7 +370,8 @@ def test_two_target_model_is_recalibrated_per_column(tmp_path):
 
 # --------------------------------------------------------------------------- fit's automatic recalibration
 
-QUICK_MCMC = {"num_chains": 2, "num_warmup": 60, "num_samples": 40, "map": {"num_steps": 400}}
+# the split these tests were written with (480 fit, 60 val, 60 test rows of 600), not the library's default
+QUICK_MCMC = {"num_chains": 2, "num_warmup": 60, "num_samples": 40, "map": {"num_steps": 400}, "split": (0.8, 0.1, 0.1)}
 
 
 def _plane(n: int, seed: int) -> pd.DataFrame:
@@ -406,7 +407,7 @@ def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_on
     assert small.calibration is None and "at least 20 rows" in small.diagnostics["recalibration_skipped"]
     off, _ = fit(_plane(80, 2), "y", progress=False, recalibrate=False, **QUICK_MCMC)
     assert off.calibration is None and "recalibration_skipped" not in off.diagnostics
-    none, _ = fit(_plane(80, 2), "y", progress=False, split=(1.0, 0.0, 0.0), **QUICK_MCMC)  # no validation rows
+    none, _ = fit(_plane(80, 2), "y", progress=False, **{**QUICK_MCMC, "split": (1.0, 0.0, 0.0)})  # no validation rows
     assert none.calibration is None and "got 0" in none.diagnostics["recalibration_skipped"]
 
 

@@ -47,6 +47,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from sigmabnn.data.tables import DEFAULT_SPLIT
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting.checkpointing import recorded_fit_args
@@ -83,7 +84,7 @@ def fit(
     activation: str = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
-    split: Sequence[float] = (0.8, 0.1, 0.1),
+    split: Sequence[float] = DEFAULT_SPLIT,
     seed: int = 0,
     num_chains: int | None = None,
     num_warmup: int | None = None,
@@ -122,7 +123,8 @@ def fit(
         activation: hidden-layer activation.
         log_target: model ``log10`` of the (positive) target.
         split_column: column with train/val/test labels; else a random split by ``split``.
-        split: train, validation, test fractions of the random split.
+        split: train, validation, test fractions of the random split (default
+            :data:`sigmabnn.data.tables.DEFAULT_SPLIT`, 90/10/0: no test part).
         seed: seed of the split and of the run (``jax.random.key(seed)``).
         num_chains: MCMC chains (default: the method's, :func:`sigmabnn.train.default_config`; ignored by VI).
         num_warmup: warm-up iterations per chain (default scaled to the problem,

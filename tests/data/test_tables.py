@@ -170,7 +170,10 @@ def test_random_split_reproducible_disjoint_and_sized():
     assert not np.array_equal(a.train.rows, c.train.rows)
     all_rows = np.concatenate([a.train.rows, a.val.rows, a.test.rows])
     assert sorted(all_rows) == list(range(100))
-    assert (a.train.n, a.val.n, a.test.n) == (80, 10, 10)
+    assert (a.train.n, a.val.n, a.test.n) == (90, 10, 0)  # DEFAULT_SPLIT: no internal test part
+    d = prepare(df, "xsec", seed=3, split_fractions=(0.8, 0.1, 0.1))
+    assert (d.train.n, d.val.n, d.test.n) == (80, 10, 10)
+    assert sorted(np.concatenate([d.train.rows, d.val.rows, d.test.rows])) == list(range(100))
     assert a.fingerprint == b.fingerprint != c.fingerprint
     with pytest.raises(InputError, match="split fractions"):
         prepare(df, "xsec", split_fractions=(0.5, 0.1, 0.1))

@@ -76,7 +76,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--split",
         type=common.split_fractions,
         metavar="TRAIN,VAL,TEST",
-        help="random split of the rows by fractions, e.g. 0.8,0.1,0.1 (reproducible with --seed)",
+        help="random split of the rows by fractions (default 0.9,0.1,0: no test part; 0.8,0.1,0.1 keeps one), "
+        "reproducible with --seed",
     )
     p.add_argument("--seed", type=common.seed, metavar="N", help="random seed (default 0)")
     p.add_argument(

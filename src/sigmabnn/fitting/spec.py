@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sigmabnn.data.tables import DEFAULT_SPLIT
 from sigmabnn.dtypes import resolve
 from sigmabnn.ensemble import EnsembleConfig
 from sigmabnn.errors import InputError
@@ -61,7 +62,7 @@ class DataSpec(NamedTuple):
     target: str
     features: tuple[str, ...] | None = None
     split_column: str | None = None
-    split: tuple[float, ...] = (0.8, 0.1, 0.1)
+    split: tuple[float, ...] = DEFAULT_SPLIT
     log_target: bool = False
     noise_column: str | None = None
     derive: tuple[Any, ...] = ()
@@ -355,7 +356,7 @@ def build_spec(
     activation: str | None = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
-    split: Sequence[float] = (0.8, 0.1, 0.1),
+    split: Sequence[float] = DEFAULT_SPLIT,
     seed: int = 0,
     num_chains: int | None = None,
     num_warmup: int | None = None,
