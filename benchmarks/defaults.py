@@ -1125,7 +1125,8 @@ def render_validation(data: dict[str, Any]) -> str:
         "with the smallest mean LL gap to best; (2) the intervals: of that candidate and its recalibrated "
         "variants (the same options plus `recalibrate`; the same draws, so the same LL), the one with the "
         "smallest mean abs(cov - nominal). The library's default (`sigmabnn.train.CHEES_DEFAULTS`, "
-        "`sigmabnn.fitting.spec.auto_recalibration`) is set to the chosen candidate's options; the test phase "
+        "`sigmabnn.fitting.spec.auto_recalibration`, fit's random split `sigmabnn.names.DEFAULT_SPLIT`) is set "
+        "to the chosen candidate's options; the test phase "
         "(`defaults.md`) then scores it once.\n\n"
     )
     parts.append("## Candidates' options\n\n")

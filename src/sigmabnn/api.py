@@ -47,7 +47,6 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sigmabnn.data.tables import DEFAULT_SPLIT
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting.checkpointing import recorded_fit_args
@@ -55,7 +54,15 @@ from sigmabnn.fitting.report import FitReport
 from sigmabnn.fitting.run import run_fit
 from sigmabnn.fitting.spec import FitSpec, build_spec, json_value
 from sigmabnn.io.checkpoint import Checkpoint
-from sigmabnn.names import DEFAULT_METHOD, ENSEMBLE_METHODS, LIKELIHOOD_NAMES, MCMC_METHODS, METHODS, VI_METHODS
+from sigmabnn.names import (
+    DEFAULT_METHOD,
+    DEFAULT_SPLIT,
+    ENSEMBLE_METHODS,
+    LIKELIHOOD_NAMES,
+    MCMC_METHODS,
+    METHODS,
+    VI_METHODS,
+)
 from sigmabnn.recalibration import recalibrate as recalibrate_model
 
 __all__ = [
@@ -124,7 +131,7 @@ def fit(
         log_target: model ``log10`` of the (positive) target.
         split_column: column with train/val/test labels; else a random split by ``split``.
         split: train, validation, test fractions of the random split (default
-            :data:`sigmabnn.data.tables.DEFAULT_SPLIT`, 90/10/0: no test part).
+            :data:`sigmabnn.names.DEFAULT_SPLIT`, 90/10/0: no test part).
         seed: seed of the split and of the run (``jax.random.key(seed)``).
         num_chains: MCMC chains (default: the method's, :func:`sigmabnn.train.default_config`; ignored by VI).
         num_warmup: warm-up iterations per chain (default scaled to the problem,

@@ -11,6 +11,7 @@ __all__ = [
     "CALIBRATION_MAPS",
     "CLI_METHODS",
     "DEFAULT_METHOD",
+    "DEFAULT_SPLIT",
     "ENSEMBLE_METHODS",
     "LIKELIHOOD_NAMES",
     "MCMC_METHODS",
@@ -31,6 +32,11 @@ METHODS: tuple[str, ...] = MCMC_METHODS + VI_METHODS + ENSEMBLE_METHODS
 DEFAULT_METHOD: str = "chees"
 """The method of a fit that names none: ChEES-HMC from MAP starts (:func:`sigmabnn.train.default_config`;
 chosen on validation rows, ``benchmarks/results/defaults_validation.md``)."""
+DEFAULT_SPLIT: tuple[float, float, float] = (0.9, 0.1, 0.0)
+"""The random split of a table without a split column: train, validation, test fractions. No internal test
+part: on a small table its rows are worth more to the sampler than to a report's test column (chosen on
+validation rows, ``benchmarks/results/defaults_validation.md``); the validation part recalibrates the
+intervals. Give ``split`` (``--split``) for a test part."""
 CLI_METHODS: tuple[str, ...] = ("nuts", "hmc", "chees", "mh", *VI_METHODS, *ENSEMBLE_METHODS)
 """The same methods in the order ``sigmabnn train --method`` lists them (ChEES beside the other HMC samplers)."""
 LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t", "categorical")

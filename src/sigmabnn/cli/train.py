@@ -28,6 +28,7 @@ from sigmabnn.names import (
     CALIBRATION_MAPS,
     CLI_METHODS,
     DEFAULT_METHOD,
+    DEFAULT_SPLIT,
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
     RECALIBRATION_ROWS,
@@ -76,8 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--split",
         type=common.split_fractions,
         metavar="TRAIN,VAL,TEST",
-        help="random split of the rows by fractions (default 0.9,0.1,0: no test part; 0.8,0.1,0.1 keeps one), "
-        "reproducible with --seed",
+        help=f"random split of the rows by fractions (default {','.join(f'{f:g}' for f in DEFAULT_SPLIT)}: "
+        "no test part; 0.8,0.1,0.1 keeps one), reproducible with --seed",
     )
     p.add_argument("--seed", type=common.seed, metavar="N", help="random seed (default 0)")
     p.add_argument(

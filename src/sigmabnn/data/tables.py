@@ -37,12 +37,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from sigmabnn.errors import DataError, InputError
-
-#: The random split of a table without a split column: train, validation, test fractions. No internal test
-#: part: on a small table its rows are worth more to the sampler than to a report's test column (chosen on
-#: validation rows, ``benchmarks/results/defaults_validation.md``); the validation part recalibrates the
-#: intervals. Give ``split`` (``--split``) for a test part.
-DEFAULT_SPLIT: tuple[float, float, float] = (0.9, 0.1, 0.0)
+from sigmabnn.names import DEFAULT_SPLIT
 
 __all__ = [
     "MIN_TRAIN_ROWS",

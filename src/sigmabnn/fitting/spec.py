@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sigmabnn.data.tables import DEFAULT_SPLIT
 from sigmabnn.dtypes import resolve
 from sigmabnn.ensemble import EnsembleConfig
 from sigmabnn.errors import InputError
@@ -29,6 +28,7 @@ from sigmabnn.model.mlp import parse_architecture
 from sigmabnn.names import (
     CALIBRATION_MAPS,
     DEFAULT_METHOD,
+    DEFAULT_SPLIT,
     ENSEMBLE_METHODS,
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
