@@ -43,26 +43,31 @@ a draw without replacement with probabilities proportional to the score (``power
 2023, :func:`sigmabnn.acquisition.stochastic_batch`), which spreads a batch over several uncertain
 regions instead of near-duplicates of one (random's batch is uniform under either rule).
 
-The model's members and steps and the batch rule are chosen by a pilot on the val rows
-(:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for each
-configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided by
-those random needs (same members and steps), lowest wins, ties to BALD's lower mean val error over
-the curve. The chosen configuration then runs once for every criterion and :data:`SEEDS`, scored on
+The model's members, steps and prior precision and the batch rule are chosen by a pilot on the val
+rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
+each configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided
+by those random needs (same members, steps and prior), lowest wins, ties to BALD's lower mean val
+error over the curve. The chosen configuration then runs once for every criterion and :data:`SEEDS`, scored on
 the test rows. Records: ``criterion``, ``seed``, ``n_labels``, ``test_error``, ``val_error`` (and NLLs).
 
 Resumable: every finished unit is appended to ``results/classification_state.json`` and skipped
 on a rerun. ``--smoke`` runs a tiny version into a temporary directory (what the test runs).
-Run it on core 1 only: ``taskset -c 1 python benchmarks/classification.py``.
+Run it on core 1 only: ``taskset -c 1 python benchmarks/classification.py``. The active-learning
+units can be shared by workers, one per core, before that run writes the results:
+``taskset -c I python benchmarks/classification.py --shard I/2`` for I = 0, 1 (each computes its
+share of the pilot, then, rerun once the pilot is complete, its share of the final runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import functools
 import json
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +103,14 @@ SEEDS = tuple(range(10))
 PILOT_SEEDS = (100, 101, 102, 103, 104)
 START_PER_CLASS, ACQUIRE, MAX_LABELS = 2, 10, 300
 AL_ARCH, AL_LR = "64-20-10", 1e-2
-#: Pilot configurations of the active learning model: (members, full-batch steps, batch rule).
-AL_GRID = tuple((m, s, a) for m in (4, 16) for s in (200, 1000) for a in ("top", "power"))
+#: Pilot configurations of the active learning model: (members, full-batch steps, batch rule, prior
+#: precision of every weight and bias: 1 is the BNN's unit Gaussian prior, 0.3 a prior 1.8x wider).
+AL_GRID = tuple((m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for a in ("top", "power")) + (
+    (4, 1000, "power", 0.3),
+    (8, 1000, "power", 1.0),
+    (8, 1000, "power", 0.3),
+    (8, 1000, "power", 0.1),
+)
 TARGET_ERROR = 0.10
 BOOTSTRAP = 2000
 
@@ -115,7 +126,7 @@ SMOKE = {
     "SEEDS": (0,),
     "PILOT_SEEDS": (100,),
     "MAX_LABELS": 40,
-    "AL_GRID": ((2, 20, "top"), (2, 20, "power")),
+    "AL_GRID": ((2, 20, "top", 1.0), (2, 20, "power", 0.3)),
     "BOOTSTRAP": 50,
 }
 
@@ -212,18 +223,30 @@ def _fit(table, method: str, options: dict[str, Any], seed: int = 0):
 
 
 class State:
-    """Finished units by key, kept in a JSON file rewritten (atomically) after each one."""
+    """Finished units by key, kept in a JSON file rewritten (atomically) after each one.
 
-    def __init__(self, path: Path) -> None:
+    Several worker processes (``--shard i/n``) may share the file: each write merges the units the
+    file holds at that moment under an exclusive lock, so no worker loses another's units. A worker
+    computes only the active-learning units whose key hashes to its shard (:meth:`mine`).
+    """
+
+    def __init__(self, path: Path, shard: tuple[int, int] | None = None) -> None:
         self.path = path
+        self.shard = shard
         self.data = json.loads(path.read_text()) if path.exists() else {}
 
     def get(self, key: str) -> Any:
         return self.data.get(key)
 
+    def mine(self, key: str) -> bool:
+        return self.shard is None or zlib.crc32(key.encode()) % self.shard[1] == self.shard[0]
+
     def put(self, key: str, value: Any) -> Any:
-        self.data[key] = value
-        write_json(self.path, self.data)
+        with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}
+            self.data = {**on_disk, **self.data, key: value}
+            write_json(self.path, self.data)
         return value
 
 
@@ -285,9 +308,13 @@ def nuts_part(table, state: State) -> list[dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=4)
-def _al_functions(bnn, n_members: int, n_steps: int, lr: float):
-    """Jitted ``train(key, x [L, p], y [L], mask [L]) -> positions [M, d]`` and ``probs(positions, x) -> [M, n, K]``."""
+def _al_functions(bnn, n_members: int, n_steps: int, lr: float, precision: float = 1.0):
+    """Jitted ``train(key, x [L, p], y [L], mask [L]) -> positions [M, d]`` and ``probs(positions, x) -> [M, n, K]``.
+
+    The penalty is the log density of a Gaussian prior of ``precision`` on every weight and bias."""
     hyper = bnn.default_hyperparameters()
+    hyper = hyper._replace(weight_precision=hyper.weight_precision * precision,
+                           bias_precision=hyper.bias_precision * precision)  # fmt: skip
     opt = optax.adam(lr)
 
     def loss(position, x, y, mask):
@@ -332,8 +359,8 @@ def _acquire(key, criterion: str, rule: str, p: np.ndarray) -> np.ndarray:
 
 
 def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One active-learning curve; ``config`` ``(members, steps, rule)``; errors on the rows of ``splits``."""
-    members, steps, rule = config
+    """One active-learning curve; ``config`` ``(members, steps, rule, precision)``; errors on the rows of ``splits``."""
+    members, steps, rule, precision = config
     feats = _features(table)
     pool = table[table.split == "train"]
     xpool = pool[feats].to_numpy(float)
@@ -343,7 +370,7 @@ def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[st
     scored = {s: ((table[table.split == s][feats].to_numpy(float) - mean) / std,
                   table[table.split == s]["digit"].to_numpy()) for s in splits}  # fmt: skip
     bnn = build_bnn(Categorical(10), AL_ARCH, feats, "tanh", "float64")
-    train, probs = _al_functions(bnn, members, steps, AL_LR)
+    train, probs = _al_functions(bnn, members, steps, AL_LR, precision)
     labelled = _initial_labels(yp, seed)
     key = jax.random.fold_in(jax.random.key(seed), CRITERIA.index(criterion) if criterion in CRITERIA else 99)
     records = []
@@ -366,40 +393,71 @@ def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[st
         labelled += [int(rest[i]) for i in _acquire(jax.random.fold_in(key, 10_000 + n), criterion, rule, p)]
 
 
+def _al_key(criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> str:
+    members, steps, rule, precision = config
+    prec = "" if precision == 1.0 else f"/precision={precision:g}"  # the unit prior's keys predate the option
+    setting = f"lr={AL_LR}/{AL_ARCH}/members={members}/steps={steps}/{rule}{prec}/max={MAX_LABELS}/{'+'.join(splits)}"
+    return f"active/{criterion}/seed={seed}/{setting}"
+
+
+def _pilot_keys(config: tuple) -> list[str]:
+    """The state keys of ``config``'s pilot units: BALD with its batch rule, random with ``top``."""
+    members, steps, _, precision = config
+    base = (members, steps, "top", precision)  # random's batch is uniform either way
+    return [_al_key(c, seed, cfg, ("val",)) for seed in PILOT_SEEDS for c, cfg in (("bald", config), ("random", base))]
+
+
 def _al_unit(table, state: State, criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> list[dict]:
-    members, steps, rule = config
-    setting = f"lr={AL_LR}/{AL_ARCH}/members={members}/steps={steps}/{rule}/max={MAX_LABELS}/{'+'.join(splits)}"
-    key = f"active/{criterion}/seed={seed}/{setting}"
+    members, steps, rule, precision = config
+    key = _al_key(criterion, seed, config, splits)
     done = state.get(key)
+    if done is None and not state.mine(key):
+        return []  # another worker's unit
     if done is None:
         t0 = time.perf_counter()
         done = state.put(key, active_run(table, criterion, seed, config, splits))
         print(f"{key}: {time.perf_counter() - t0:.0f} s", flush=True)
-    return [{**r, "members": members, "steps": steps, "rule": rule} for r in done]
+    return [{**r, "members": members, "steps": steps, "rule": rule, "precision": precision} for r in done]
 
 
 def pilot_part(table, state: State) -> tuple[tuple, list[dict[str, Any]]]:
     """The active-learning configuration chosen on the val rows (module docstring) and the pilot's rows."""
     rows, ranked = [], []
     for config in AL_GRID:
-        members, steps, rule = config
+        members, steps, rule, precision = config
         bald = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "bald", seed, config, ("val",))]
-        base = (members, steps, "top")  # random's batch is uniform either way
+        base = (members, steps, "top", precision)  # random's batch is uniform either way
         rand = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "random", seed, base, ("val",))]
         nb, nr = labels_to_reach(bald, "bald", key="val_error"), labels_to_reach(rand, "random", key="val_error")
         ratio = float("inf") if nb is None or nr is None else nb / nr
         mean_err = float(np.mean([r["val_error"] for r in bald]))
-        rows.append({"members": members, "steps": steps, "rule": rule, "bald_labels": nb, "random_labels": nr,
-                     "ratio": ratio, "bald_mean_val_error": mean_err})  # fmt: skip
+        rows.append({"members": members, "steps": steps, "rule": rule, "precision": precision, "bald_labels": nb,
+                     "random_labels": nr, "ratio": ratio, "bald_mean_val_error": mean_err})  # fmt: skip
         ranked.append((ratio, mean_err, config))
     chosen = min(ranked, key=lambda t: (t[0], t[1]))[2]
     for r in rows:
-        r["chosen"] = (r["members"], r["steps"], r["rule"]) == chosen
+        r["chosen"] = (r["members"], r["steps"], r["rule"], r["precision"]) == chosen
     return chosen, rows
 
 
 def active_part(table, state: State, config: tuple) -> list[dict[str, Any]]:
     return [r for seed in SEEDS for c in CRITERIA for r in _al_unit(table, state, c, seed, config, ("val", "test"))]
+
+
+def earlier_finals(state: State, config: tuple | None) -> list[dict[str, Any]]:
+    """Final runs in the state of configurations other than ``config``: chosen by an earlier, smaller pilot
+    grid and scored on the test rows then. Listed so that every test score the state holds is reported."""
+    rows = []
+    for other in AL_GRID:
+        keys = [_al_key(c, seed, other, ("val", "test")) for seed in SEEDS for c in CRITERIA]
+        if other == config or not all(state.get(k) is not None for k in keys):
+            continue
+        records = [r for k in keys for r in state.get(k)]
+        reach = {c: labels_to_reach(records, c) for c in CRITERIA}
+        ratio = None if reach["bald"] is None or reach["random"] is None else reach["bald"] / reach["random"]
+        rows.append({"members": other[0], "steps": other[1], "rule": other[2], "precision": other[3],
+                     **{f"{c}_labels": reach[c] for c in CRITERIA}, "ratio": ratio})  # fmt: skip
+    return rows
 
 
 def labels_to_reach(
@@ -478,7 +536,7 @@ def _figures(out_dir: Path, progress: list[dict], active: list[dict]) -> None:
     plt.close(fig)
 
 
-def _summary(progress: list[dict], active: list[dict], pilot: list[dict]) -> dict[str, Any]:
+def _summary(progress: list[dict], active: list[dict], pilot: list[dict], earlier: list[dict]) -> dict[str, Any]:
     finals = {r["method"]: r for r in progress if r.get("chosen")}
     bnns = {m: v for m, v in finals.items() if m != "map"}
     best = min(bnns, key=lambda m: bnns[m]["val_nll_raw"]) if bnns else None  # the rule: lowest raw val NLL
@@ -490,7 +548,7 @@ def _summary(progress: list[dict], active: list[dict], pilot: list[dict]) -> dic
     return {"final": {m: {k: v for k, v in r.items() if k != "rows"} for m, r in finals.items()}, "best_bnn": best,
             "noise": noise(finals[best], finals["map"]) if ok else None, "labels_to_reach_10pct": reach,
             "labels_to_reach_10pct_val": reach_val, "bald_over_random": ratio, "pilot": pilot,
-            "active_config": chosen}  # fmt: skip
+            "active_config": chosen, "earlier_finals": earlier}  # fmt: skip
 
 
 def _goals(summary: dict[str, Any]) -> str:
@@ -552,6 +610,7 @@ GRID_COLS = [("method", "method", ""), ("learning_rate", "lr", "g"), ("epochs", 
              ("cv_val_nll_raw", "val CV NLL T=1", ".4f"), ("cv_val_nll_temperature", "val CV NLL T", ".4f"),
              ("chosen", "chosen", "")]  # fmt: skip
 PILOT_COLS = [("members", "members", "d"), ("steps", "steps", "d"), ("rule", "batch", ""),
+              ("precision", "prior precision", "g"),
               ("bald_labels", "BALD labels", "d"), ("random_labels", "random labels", "d"), ("ratio", "ratio", ".2f"),
               ("bald_mean_val_error", "BALD mean val error", ".4f"), ("chosen", "chosen", "")]  # fmt: skip
 
@@ -560,9 +619,11 @@ def _active_lines(summary: dict[str, Any]) -> list[str]:
     cfg, reach = summary["active_config"], summary["labels_to_reach_10pct"]
     reach_val = summary["labels_to_reach_10pct_val"]
     fmt = lambda r: ", ".join(f"{c}: {r[c] if r[c] is not None else 'not reached'}" for c in CRITERIA)  # noqa: E731
-    chosen = "none" if cfg is None else f"{cfg['members']} members, {cfg['steps']} steps, `{cfg['rule']}` batches"
+    chosen = "none" if cfg is None else (f"{cfg['members']} members, {cfg['steps']} steps, `{cfg['rule']}` batches, "
+                                        f"prior precision {cfg['precision']:g}")  # fmt: skip
     return [
-        f"Model: a deep ensemble of MAP networks {AL_ARCH}, full-batch Adam at {AL_LR}; start {START_PER_CLASS} "
+        f"Model: a deep ensemble of MAP networks {AL_ARCH} (a Gaussian prior's log density as the penalty), "
+        f"full-batch Adam at {AL_LR}; start {START_PER_CLASS} "
         f"labels per class, {ACQUIRE} acquired per round up to {MAX_LABELS}; pool: the train rows.", "",
         f"Pilot on the val rows ({len(PILOT_SEEDS)} seeds {PILOT_SEEDS[0]}-{PILOT_SEEDS[-1]}; ratio = labels BALD "
         "needs for a mean val error <= 10 % over those random needs; lowest ratio wins, ties to BALD's lower mean "
@@ -571,7 +632,20 @@ def _active_lines(summary: dict[str, Any]) -> list[str]:
         f"Labels needed for a mean test error <= 10 %: {fmt(reach)}"
         + (f"; BALD / random = {summary['bald_over_random']:.2f}." if summary["bald_over_random"] else "."), "",
         f"The same runs on the val rows: {fmt(reach_val)}.", "",
+        *_earlier_lines(summary.get("earlier_finals") or []),
         "![active](classification_active.png)", "",
+    ]  # fmt: skip
+
+
+def _earlier_lines(earlier: list[dict[str, Any]]) -> list[str]:
+    if not earlier:
+        return []
+    labels = [(f"{c}_labels", f"{c} labels", "d") for c in CRITERIA]
+    cols = PILOT_COLS[:4] + labels + [("ratio", "BALD / random", ".2f")]
+    return [
+        "Final runs of configurations an earlier, smaller pilot grid chose (the same seeds, scored on the test "
+        "rows when they were made; the grid has grown since, and the pilot above chose again on the val rows):",
+        "", markdown_table(earlier, cols), "",
     ]  # fmt: skip
 
 
@@ -610,25 +684,46 @@ def _markdown(meta, summary, progress, active) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _worker(table, state: State) -> int:
+    """A shard's pilot units; then, once every pilot unit is in the state, its final units."""
+    pilot_part(table, state)
+    state.data = json.loads(state.path.read_text())
+    if all(state.get(k) is not None for config in AL_GRID for k in _pilot_keys(config)):
+        config, _ = pilot_part(table, state)
+        active_part(table, state, config)
+        return 0
+    print("the pilot is not complete (another worker's units): rerun this worker when it is", flush=True)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="a tiny run into --out (default a temporary directory)")
     p.add_argument("--out", type=Path, default=None, help="results directory (default benchmarks/results)")
     p.add_argument("--parts", default="progress,active", help="which parts: progress, active (with its pilot)")
+    p.add_argument(
+        "--shard",
+        default=None,
+        help="I/N: a worker computing its share of the active-learning units "
+        "(pilot first, then the final runs once the pilot is complete), writing no result files",
+    )
     args = p.parse_args(argv)
     if args.smoke:
         globals().update(SMOKE)
     out = args.out or (Path("/tmp/sigmabnn-classification-smoke") if args.smoke else RESULTS_DIR)
     out.mkdir(parents=True, exist_ok=True)
     meta = run_metadata("benchmarks/classification.py" + (" --smoke" if args.smoke else ""))
-    state = State(out / "classification_state.json")
+    shard = None if args.shard is None else tuple(int(v) for v in args.shard.split("/"))
+    state = State(out / "classification_state.json", shard)
     table = load_digits()
     parts = args.parts.split(",")
+    if shard is not None:
+        return _worker(table, state)
     progress = progress_part(table, state) if "progress" in parts else []
     config, pilot = pilot_part(table, state) if "active" in parts else (None, [])
     active = active_part(table, state, config) if "active" in parts else []
     meta = finish_metadata(meta)
-    summary = _summary(progress, active, pilot)
+    summary = _summary(progress, active, pilot, earlier_finals(state, config) if "active" in parts else [])
     _figures(out, progress, active)
     progress = [{k: v for k, v in r.items() if k != "rows"} for r in progress]  # the rows stay in the state file
     result = {"meta": meta, "summary": summary, "progress": progress, "active": active}

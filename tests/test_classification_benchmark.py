@@ -51,6 +51,20 @@ def test_noise_pairs_the_rows_and_measures_ece_spread():
     assert 0.0 < out["ece_calibrated_floor_mean"] <= out["ece_calibrated_floor_95"]
 
 
+def test_workers_sharing_the_state_keep_each_others_units_and_split_the_keys(tmp_path):
+    bench = load_benchmark("classification")
+    path = tmp_path / "state.json"
+    first, second = bench.State(path, (0, 2)), bench.State(path, (1, 2))
+    first.put("a", 1)
+    second.put("b", 2)  # second never read "a": the write merges it from the file
+    first.put("c", 3)
+    assert json.loads(path.read_text()) == {"a": 1, "b": 2, "c": 3}
+    keys = [f"active/bald/seed={s}" for s in range(40)]
+    owners = [[k for k in keys if bench.State(path, (i, 2)).mine(k)] for i in range(2)]
+    assert sorted(owners[0] + owners[1]) == sorted(keys) and owners[0] and owners[1]
+    assert all(bench.State(path).mine(k) for k in keys)  # no shard: every unit is its own
+
+
 @pytest.mark.heavy
 @pytest.mark.slow
 def test_smoke_run_writes_every_record_and_resumes(tmp_path):
