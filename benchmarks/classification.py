@@ -110,6 +110,8 @@ AL_GRID = tuple((m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for a in ("
     (8, 1000, "power", 1.0),
     (8, 1000, "power", 0.3),
     (8, 1000, "power", 0.1),
+    (8, 1000, "power", 0.03),
+    (16, 1000, "power", 0.1),
 )
 TARGET_ERROR = 0.10
 BOOTSTRAP = 2000
