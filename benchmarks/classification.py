@@ -47,8 +47,9 @@ The model's members, steps and prior precision and the batch rule are chosen by 
 rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
 each configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided
 by those random needs (same members, steps and prior), lowest wins, ties to BALD's lower mean val
-error over the curve. The chosen configuration then runs once for every criterion and :data:`SEEDS`, scored on
-the test rows. Records: ``criterion``, ``seed``, ``n_labels``, ``test_error``, ``val_error`` (and NLLs).
+error over the curve. The chosen configuration then runs once for every criterion and
+:data:`SEEDS`, scored on the test rows. Records: ``criterion``, ``seed``, ``n_labels``,
+``test_error``, ``val_error`` (and NLLs).
 
 Resumable: every finished unit is appended to ``results/classification_state.json`` and skipped
 on a rerun. ``--smoke`` runs a tiny version into a temporary directory (what the test runs).
@@ -235,10 +236,13 @@ class State:
     def __init__(self, path: Path, shard: tuple[int, int] | None = None) -> None:
         self.path = path
         self.shard = shard
-        self.data = json.loads(path.read_text()) if path.exists() else {}
+        self.reload()
 
     def get(self, key: str) -> Any:
         return self.data.get(key)
+
+    def reload(self) -> None:
+        self.data = json.loads(self.path.read_text()) if self.path.exists() else {}
 
     def mine(self, key: str) -> bool:
         return self.shard is None or zlib.crc32(key.encode()) % self.shard[1] == self.shard[0]
@@ -402,11 +406,16 @@ def _al_key(criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -
     return f"active/{criterion}/seed={seed}/{setting}"
 
 
-def _pilot_keys(config: tuple) -> list[str]:
-    """The state keys of ``config``'s pilot units: BALD with its batch rule, random with ``top``."""
+def _random_base(config: tuple) -> tuple:
+    """The configuration random acquisition runs for ``config``'s pilot: its batch is uniform under either rule."""
     members, steps, _, precision = config
-    base = (members, steps, "top", precision)  # random's batch is uniform either way
-    return [_al_key(c, seed, cfg, ("val",)) for seed in PILOT_SEEDS for c, cfg in (("bald", config), ("random", base))]
+    return (members, steps, "top", precision)
+
+
+def _pilot_keys(config: tuple) -> list[str]:
+    """The state keys of ``config``'s pilot units: BALD with its batch rule, random with :func:`_random_base`."""
+    pairs = (("bald", config), ("random", _random_base(config)))
+    return [_al_key(c, seed, cfg, ("val",)) for seed in PILOT_SEEDS for c, cfg in pairs]
 
 
 def _al_unit(table, state: State, criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> list[dict]:
@@ -428,7 +437,7 @@ def pilot_part(table, state: State) -> tuple[tuple, list[dict[str, Any]]]:
     for config in AL_GRID:
         members, steps, rule, precision = config
         bald = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "bald", seed, config, ("val",))]
-        base = (members, steps, "top", precision)  # random's batch is uniform either way
+        base = _random_base(config)
         rand = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "random", seed, base, ("val",))]
         nb, nr = labels_to_reach(bald, "bald", key="val_error"), labels_to_reach(rand, "random", key="val_error")
         ratio = float("inf") if nb is None or nr is None else nb / nr
@@ -689,7 +698,7 @@ def _markdown(meta, summary, progress, active) -> str:
 def _worker(table, state: State) -> int:
     """A shard's pilot units; then, once every pilot unit is in the state, its final units."""
     pilot_part(table, state)
-    state.data = json.loads(state.path.read_text())
+    state.reload()  # the other workers' units
     if all(state.get(k) is not None for config in AL_GRID for k in _pilot_keys(config)):
         config, _ = pilot_part(table, state)
         active_part(table, state, config)
