@@ -539,9 +539,13 @@ def _figures(out_dir: Path, progress: list[dict], active: list[dict]) -> None:
             ns = sorted({r["n_labels"] for r in active if r["criterion"] == criterion})
             errs = [[r[f"{split}_error"] for r in active if r["criterion"] == criterion and r["n_labels"] == n]
                     for n in ns]  # fmt: skip
-            ax.plot(ns, [np.mean(e) for e in errs], label=criterion)
+            mean = np.array([np.mean(e) for e in errs])
+            se = np.array([np.std(e, ddof=1) / np.sqrt(len(e)) if len(e) > 1 else 0.0 for e in errs])
+            (line,) = ax.plot(ns, mean, label=criterion)
+            ax.fill_between(ns, mean - se, mean + se, color=line.get_color(), alpha=0.2, lw=0)
         ax.axhline(TARGET_ERROR, color="gray", ls=":", lw=1)
-        ax.set(xlabel="labelled images", ylabel=f"{split} error (mean over seeds)", title=f"active learning: {split}")
+        ax.set(xlabel="labelled images", ylabel=f"{split} error (mean over seeds +- 1 s.e.)",
+               title=f"active learning: {split}")  # fmt: skip
         ax.legend(fontsize=8)
     fig.savefig(out_dir / "classification_active.png", dpi=110)
     plt.close(fig)
