@@ -488,6 +488,29 @@ def labels_to_reach(
 # ------------------------------------------------------------------------------------------------ noise
 
 
+def ratio_bootstrap(active: list[dict[str, Any]], n: int = BOOTSTRAP, seed: int = 0) -> dict[str, Any] | None:
+    """The spread of BALD's labels over random's (:func:`labels_to_reach`) over resampled seeds.
+
+    The seeds are resampled with replacement, jointly for both criteria (a seed's start labels are
+    shared), ``n`` times. Returns the 5 and 95 % points of the ratio over the resamples where both
+    reach the target, and the fraction where both do and the ratio is <= 0.60 (the goal)."""
+    seeds = sorted({r["seed"] for r in active})
+    by_seed = {s: [r for r in active if r["seed"] == s and r["criterion"] in ("bald", "random")] for s in seeds}
+    if len(seeds) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    ratios = []
+    for _ in range(n):
+        pick = rng.choice(seeds, len(seeds), replace=True)
+        recs = [r for s in pick for r in by_seed[s]]
+        nb, nr = labels_to_reach(recs, "bald"), labels_to_reach(recs, "random")
+        ratios.append(np.nan if nb is None or nr is None else nb / nr)
+    ratios = np.asarray(ratios)
+    ok = np.isfinite(ratios)
+    return {"resamples": n, "both_reach": float(ok.mean()), "ratio_5_95": np.percentile(ratios[ok], [5, 95]).tolist(),
+            "goal_met_fraction": float(np.mean(ok & (np.nan_to_num(ratios, nan=np.inf) <= 0.6)))}  # fmt: skip
+
+
 def ece_of_rows(conf: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> float:
     """ECE from per-row confidence and correctness, binned as :func:`sigmabnn.evaluate.classification.ece`."""
     index = np.clip(np.ceil(conf * bins).astype(np.int64) - 1, 0, bins - 1)
@@ -563,7 +586,8 @@ def _summary(progress: list[dict], active: list[dict], pilot: list[dict], earlie
     return {"final": {m: {k: v for k, v in r.items() if k != "rows"} for m, r in finals.items()}, "best_bnn": best,
             "noise": noise(finals[best], finals["map"]) if ok else None, "labels_to_reach_10pct": reach,
             "labels_to_reach_10pct_val": reach_val, "bald_over_random": ratio, "pilot": pilot,
-            "active_config": chosen, "earlier_finals": earlier}  # fmt: skip
+            "active_config": chosen, "earlier_finals": earlier,
+            "ratio_noise": ratio_bootstrap(active) if ratio is not None else None}  # fmt: skip
 
 
 def _goals(summary: dict[str, Any]) -> str:
@@ -583,6 +607,13 @@ def _goals(summary: dict[str, Any]) -> str:
         parts.append(f"BALD needs {ratio:.2f} of random's labels for 10 % test error "
                      f"({'met' if ratio <= 0.6 else 'missed'}: <= 0.60)")  # fmt: skip
     text = "; ".join(parts) + "."
+    rn = summary.get("ratio_noise")
+    if rn is not None:
+        text += (
+            f" Over {rn['resamples']} resamples of the {len(SEEDS)} seeds (with replacement, BALD's and random's "
+            f"runs of a seed together), the ratio's 5-95 % range is [{rn['ratio_5_95'][0]:.2f}, "
+            f"{rn['ratio_5_95'][1]:.2f}] and it is <= 0.60 in {100 * rn['goal_met_fraction']:.0f} % of them."
+        )
     if nz is not None:
         text += (
             f"\n\nNoise of these test comparisons ({nz['n_test']} rows): the per-row NLL difference BNN - MAP has "

@@ -22,6 +22,22 @@ def test_labels_to_reach_averages_over_seeds():
     assert bench.labels_to_reach(records, "random") is None
 
 
+def test_ratio_bootstrap_resamples_seeds_jointly():
+    bench = load_benchmark("classification")
+    curve = {"bald": (0.3, 0.09, 0.05, 0.04), "random": (0.3, 0.2, 0.12, 0.08)}  # bald 20, random 40 labels
+    records = [{"criterion": c, "seed": s, "n_labels": 10 * (k + 1), "test_error": e + 0.001 * s}
+               for s in range(3) for c, errs in curve.items() for k, e in enumerate(errs)]  # fmt: skip
+    out = bench.ratio_bootstrap(records, n=200)
+    assert out["ratio_5_95"] == pytest.approx([0.5, 0.5]) and out["both_reach"] == 1.0
+    assert out["goal_met_fraction"] == 1.0
+    # one seed whose random run never reaches 10 %: resamples that draw it often push random's mean above it
+    records += [{"criterion": c, "seed": 3, "n_labels": 10 * (k + 1), "test_error": 0.5 if c == "random" else 0.01}
+                for c in curve for k in range(4)]  # fmt: skip
+    out = bench.ratio_bootstrap(records, n=400)
+    assert 0.0 < out["both_reach"] < 1.0
+    assert bench.ratio_bootstrap(records[:4], n=10) is None  # a single seed: no spread to measure
+
+
 def test_ece_of_rows_matches_the_library_ece():
     from sigmabnn.evaluate.classification import ece
 
