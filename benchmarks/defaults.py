@@ -9,6 +9,9 @@ cell over ``--timeout`` (default 20 min) is killed and recorded as ``timeout`` w
 time; a cell whose fit raises is recorded as ``failed`` with a one-line ``error``. Results are
 written (atomically, JSON and the Markdown generated from it) after every cell; a rerun skips the
 cells already recorded (``--force`` reruns them), so a long run can be interrupted and resumed.
+A scored cell keeps each row's log predictive density (``row_ll``), so two methods scored on the
+same rows are compared with the paired standard error of their difference (the goals' texts);
+records written before that have no rows and no paired error.
 
 Phases:
 
@@ -531,10 +534,32 @@ def mixture_scores(y: np.ndarray, m: np.ndarray, v: np.ndarray, log_target: bool
     else:
         mean = m.mean(axis=0)
     pit = np.mean(_normal_cdf((u - m) / np.sqrt(v)), axis=0)
-    out = {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "test_ll": float(np.mean(lpd))}
+    out = {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))), "test_ll": float(np.mean(lpd)), "row_ll": row_lls(lpd)}
     for level in levels:
         out[f"coverage_{round(100 * level)}"] = float(np.mean(np.abs(pit - 0.5) <= level / 2))
     return out
+
+
+def row_lls(lpd: np.ndarray) -> list[float]:
+    """Each scored row's log predictive density (nats, the target's original units), rounded to 6
+    significant digits for the JSON: two entries scored on the same rows are compared row by row
+    (:func:`paired_ll_difference`)."""
+    return [float(f"{v:.6g}") for v in np.asarray(lpd, np.float64)]
+
+
+def paired_ll_difference(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, int] | None:
+    """``(mean, standard error, rows)`` of the per-row LL difference ``a - b`` on the same rows, or
+    ``None`` when either record lacks its rows (records written before they were kept)."""
+    ra, rb = a.get("row_ll"), b.get("row_ll")
+    if not ra or not rb or len(ra) != len(rb) or len(ra) < 2:
+        return None
+    d = np.asarray(ra, np.float64) - np.asarray(rb, np.float64)
+    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)), int(d.size)
+
+
+def _paired_text(a: dict[str, Any], b: dict[str, Any]) -> str:
+    diff = paired_ll_difference(a, b)
+    return "" if diff is None else f" (paired per-row difference {diff[0]:+.4f} +- {diff[1]:.4f}, {diff[2]} rows)"
 
 
 def numpyro_predictive(samples: dict[str, np.ndarray], z: np.ndarray, y_mean: float, y_std: float):
@@ -603,6 +628,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
     """Train entry ``name`` through ``sigmabnn.api.fit(path, "y", **kwargs)`` (timed), score (untimed)."""
     from sigmabnn.api import fit
     from sigmabnn.evaluate.metrics import evaluate
+    from sigmabnn.predict import log_predictive_density
 
     num_features = fit_df.shape[1] - 1
     n_train = internal_train_rows(fit_df, log_target) if callable(ENTRIES[name]) else len(fit_df)
@@ -615,6 +641,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         seconds = time.perf_counter() - t0
     features = list(fitted.feature_names)
     scored = evaluate(fitted, score_df[features], score_df["y"].to_numpy(np.float64), levels=LEVELS)
+    lpd = log_predictive_density(fitted, score_df[features], score_df["y"].to_numpy(np.float64))
     ev, domain = scored["original"], scored.get("domain")  # domain: rows inside / outside the training domain
     cov = ev.get("coverage_interval", {})
     report = report.to_json()  # the typed FitReport as the JSON a model file stores: recorded as it is
@@ -623,6 +650,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         "seconds": seconds,
         "rmse": float(ev["rmse"]),
         "test_ll": -float(ev["nll"]),
+        "row_ll": row_lls(lpd["orig" if fitted.log_target else "log"]),
         "out_of_domain_fraction": None if domain is None else domain["n_out"] / scored["n"],
         **{f"coverage_{round(100 * lv)}": cov.get(f"{lv:g}") for lv in LEVELS},
         "kwargs": kwargs,
@@ -892,7 +920,7 @@ def check_goals(records: Sequence[dict[str, Any]], default: str = "sigmabnn") ->
                 {
                     "table": table,
                     "met": met,
-                    "text": (f"{d['test_ll']:.3f} {'>=' if met else '<'} {prev['test_ll']:.3f}"),
+                    "text": f"{d['test_ll']:.3f} {'>=' if met else '<'} {prev['test_ll']:.3f}{_paired_text(d, prev)}",
                 }
             )
         # (d) against NumPyro
@@ -926,7 +954,8 @@ def check_goals(records: Sequence[dict[str, Any]], default: str = "sigmabnn") ->
                     "met": acc and fast,
                     "speedup": ratio,
                     "text": (
-                        f"RMSE {d['rmse']:.4g} vs {npy['rmse']:.4g}, LL {d['test_ll']:.3f} vs {npy['test_ll']:.3f} "
+                        f"RMSE {d['rmse']:.4g} vs {npy['rmse']:.4g}, LL {d['test_ll']:.3f} vs {npy['test_ll']:.3f}"
+                        f"{_paired_text(d, npy)} "
                         f"({'as accurate' if acc else 'LESS accurate'}); {ratio:.1f}x faster "
                         f"({'ok' if fast else 'MISSED'}: goal {SPEEDUP_GOAL:g}x)"
                     ),

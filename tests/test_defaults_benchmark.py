@@ -245,6 +245,23 @@ def test_goals_on_hand_made_records(bench):
     assert "**(a) training time" in md and "met on 2 of 4 tables" in md
 
 
+def test_paired_ll_difference_pairs_the_rows(bench):
+    a = {"row_ll": [1.0, 2.0, 3.0, 4.0]}
+    b = {"row_ll": [0.5, 1.5, 2.5, 3.5]}  # every row 0.5 lower: the difference has no spread
+    assert bench.paired_ll_difference(a, b) == pytest.approx((0.5, 0.0, 4))
+    c = {"row_ll": [0.0, 2.0, 2.0, 4.0]}  # differences 1, 0, 1, 0: mean 0.5, sd 0.577, se 0.289
+    mean, se, n = bench.paired_ll_difference(a, c)
+    assert mean == pytest.approx(0.5) and se == pytest.approx(math.sqrt(1 / 3) / 2) and n == 4
+    assert bench.paired_ll_difference(a, {"row_ll": [1.0, 2.0]}) is None  # not the same rows
+    assert bench.paired_ll_difference(a, {}) is None  # a record written before rows were kept
+    assert bench.row_lls(np.array([0.123456789, -2.0])) == [0.123457, -2.0]
+    records = [rec("a", "sigmabnn", **a), rec("a", "previous-default", test_ll=0.9, **b)]
+    (row,) = bench.check_goals(records)["ll_vs_previous"]
+    assert "paired per-row difference +0.5000 +- 0.0000, 4 rows" in row["text"]
+    (row,) = bench.check_goals([rec("a", "sigmabnn"), rec("a", "previous-default", test_ll=0.9)])["ll_vs_previous"]
+    assert "paired" not in row["text"]
+
+
 def test_numpyro_timeout_counts_as_speed_only(bench):
     records = [rec("a", "sigmabnn", seconds=10.0), rec("a", "numpyro", status="timeout", seconds=1200.0)]
     (row,) = bench.check_goals(records)["vs_numpyro"]
