@@ -727,6 +727,19 @@ def pending_cells(cells: Sequence[tuple[str, str, str]], records: Sequence[dict[
     return [c for c in cells if force or c not in done]
 
 
+def merge_results(data: dict[str, Any], others: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``data`` with the records and runs of ``others`` added (a later record of a cell replaces an earlier one)."""
+    merged = {**data, "records": list(data.get("records", [])), "runs": list(data.get("runs", []))}
+    for other in others:
+        if merged["records"] and other.get("records") and bool(other.get("smoke")) != bool(merged.get("smoke")):
+            raise SystemExit("cannot merge smoke and real results")
+        merged["smoke"] = bool(other.get("smoke", merged.get("smoke", False)))
+        for rec in other.get("records", []):
+            merged["records"] = merge_record(merged["records"], rec)
+        merged["runs"] += other.get("runs", [])
+    return merged
+
+
 def merge_record(records: list[dict[str, Any]], rec: dict[str, Any]) -> list[dict[str, Any]]:
     """``records`` with ``rec`` added, replacing a record of the same cell."""
     return [r for r in records if cell_key(r) != cell_key(rec)] + [rec]
@@ -1362,6 +1375,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true", help="rerun cells already recorded")
     ap.add_argument("--out", type=Path, help="results JSON (the Markdown is written beside it)")
     ap.add_argument("--table-only", action="store_true", help="regenerate the Markdown from the JSON")
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="result JSONs of runs made side by side (one per core, "
+        "each with its own --out) to merge into --out; a cell in several keeps the last file's record",
+    )
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.cell:
@@ -1370,7 +1390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or default_out(args.phase, args.smoke)
     data = load_results(out)
     data["phase_file"] = "validate" if args.phase == "validate" else "test"
-    if args.table_only:
+    if args.merge:
+        data = merge_results(data, [load_results(path) for path in args.merge])
+    if args.table_only or args.merge:
         write(out, data, render(data, out))
         return 0
     if data.get("records") and bool(data.get("smoke")) != args.smoke:

@@ -262,6 +262,22 @@ def test_paired_ll_difference_pairs_the_rows(bench):
     assert "paired" not in row["text"]
 
 
+def test_merge_joins_runs_made_side_by_side(bench, tmp_path):
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "out.json"
+    a.write_text(json.dumps({"runs": [{"date": "1"}], "records": [rec("x", "sigmabnn"), rec("y", "sigmabnn")]}))
+    late = rec("y", "sigmabnn", test_ll=2.0)  # the same cell again: the later file's record wins
+    b.write_text(json.dumps({"runs": [{"date": "2"}], "records": [rec("x", "previous-default"), late]}))
+    assert bench.main(["--phase", "test", "--out", str(out), "--merge", str(a), str(b)]) == 0
+    merged = json.loads(out.read_text())
+    cells = {(r["table"], r["sampler"]): r["test_ll"] for r in merged["records"]}
+    assert cells == {("x", "sigmabnn"): 1.0, ("y", "sigmabnn"): 2.0, ("x", "previous-default"): 1.0}
+    assert [r["date"] for r in merged["runs"]] == ["1", "2"] and out.with_suffix(".md").exists()
+    smoke = tmp_path / "smoke.json"
+    smoke.write_text(json.dumps({"smoke": True, "runs": [], "records": [rec("z", "sigmabnn")]}))
+    with pytest.raises(SystemExit, match="smoke and real"):
+        bench.main(["--phase", "test", "--out", str(out), "--merge", str(smoke)])
+
+
 def test_numpyro_timeout_counts_as_speed_only(bench):
     records = [rec("a", "sigmabnn", seconds=10.0), rec("a", "numpyro", status="timeout", seconds=1200.0)]
     (row,) = bench.check_goals(records)["vs_numpyro"]
