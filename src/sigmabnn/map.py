@@ -221,7 +221,8 @@ def draw_starts(rng_key: Array, bnn: BNN, hyper: Hyperparameters, num: int, init
             params = bnn.prior.sample(key, bnn.mlp, hyper.weight_precision, hyper.bias_precision, bnn.jdtype)
         return flatten(params)
 
-    return jax.vmap(one)(jax.random.split(rng_key, num))
+    # jitted: one compilation instead of one per operation of the eager vmap (the same numbers)
+    return jax.jit(jax.vmap(one))(jax.random.split(rng_key, num))
 
 
 def epoch_permutation(rng_key: Array, step: Array, steps_per_epoch: int, n: int) -> Array:

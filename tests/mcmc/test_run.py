@@ -12,7 +12,7 @@ import pytest
 from sigmabnn.mcmc import hmc, mh, nuts
 from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.mcmc.registry import make_algorithm
-from sigmabnn.mcmc.run import MCMCResult, RunConfig, sample
+from sigmabnn.mcmc.run import MCMCResult, RunConfig, compile_ahead, sample
 from sigmabnn.mcmc.window import AdaptedParameters, window_adaptation
 
 SCALES = jnp.array([0.5, 2.0, 1.0])
@@ -219,3 +219,44 @@ def test_run_config_is_validated_when_built():
     with pytest.raises(ValueError, match="num_samples"):
         RunConfig(num_samples=0)
     assert RunConfig(num_warmup=10.0).num_warmup == 10 and isinstance(RunConfig().num_warmup, int)
+
+
+def _backend_compiles(fn):
+    """``(result of fn(), number of XLA compilations while it ran)``."""
+    events = []
+
+    def listen(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            events.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        return fn(), len(events)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
+@pytest.mark.parametrize("kernel", ["chees", "hmc"])
+def test_compile_ahead_leaves_the_run_nothing_to_compile_and_the_same_draws(kernel):
+    config = RunConfig(num_warmup=20, num_samples=10, chunk_size=10)
+    algorithm = make_algorithm(kernel, num_integration_steps=2, max_tree_depth=3)
+    starts = jnp.asarray(np.random.default_rng(0).normal(size=(4, 3)))
+
+    def run(ahead: bool):
+        def ld(x, hyper):  # a new function per run: nothing compiled for another run is reused
+            return -0.5 * jnp.sum((x / SCALES.astype(x.dtype)) ** 2) * hyper
+
+        hyper = jnp.asarray(1.0)
+        if ahead:
+            compile_ahead(jax.random.key(5), algorithm, ld, jax.ShapeDtypeStruct(starts.shape, starts.dtype), hyper,
+                          config)()  # fmt: skip
+        return _backend_compiles(
+            lambda: sample(jax.random.key(5), algorithm, ld, starts, hyper, config, progress=False)
+        )  # fmt: skip
+
+    run(False)  # compiles the small eager operations around a run once
+    plain, compiles_plain = run(False)
+    ahead, compiles_ahead = run(True)
+    assert compiles_plain >= 2  # the init and chunk functions, at least
+    assert compiles_ahead == compiles_plain - 2
+    np.testing.assert_array_equal(ahead.positions, plain.positions)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -65,7 +66,7 @@ Array = jax.Array
 
 __all__ = [
     "ChainBlock", "MCMCResult", "MemoryStore", "RunConfig", "RunStore", "SampleInfo", "WarmUp", "WarmupInfo",
-    "sample", "warm_up",
+    "compile_ahead", "sample", "warm_up",
 ]  # fmt: skip
 
 
@@ -187,12 +188,59 @@ def _setup(
     init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
     hyper = broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
-    chunk = max(1, min(config.chunk_size, max(config.num_warmup, config.num_samples * config.thin)))
+    chunk = _chunk_length(config)
     chain_shapes = jax.eval_shape(init_fn, key_init, positions, hyper)
-    schedule = (np.zeros(chunk, np.int32), np.zeros(chunk, np.int32), np.zeros(chunk, bool), np.zeros(chunk, bool))
-    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *schedule)[1]
+    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *_schedule(chunk))[1]
     return _Run(init_fn, chunk_fn, (key_init, key_warmup, key_sample), (key_init, positions, hyper), chunk,
                 chain_shapes, out_shapes)  # fmt: skip
+
+
+def compile_ahead(
+    rng_key: Array, algorithm: SamplingAlgorithm, logdensity_fn: Callable, positions: jax.ShapeDtypeStruct,
+    initial_hyper: Any = None, config: RunConfig = RunConfig(), *, gibbs_fn: Callable | None = None,
+) -> Callable[[], None]:  # fmt: skip
+    """Compile the init and chunk functions of a :func:`sample` run in a background thread; a ``wait()``.
+
+    ``positions``: the shape and dtype of the run's ``initial_positions`` (``[C, d]``), known before
+    the positions themselves (e.g. while MAP fits compute them); the other arguments are those the
+    run will be given (``initial_hyper`` with the run's shapes and dtypes; its values do not matter).
+    XLA keeps what it compiled, so the run that follows with the same functions, shapes and dtypes
+    starts without compiling: on 2 cores the compilation (seconds for a BNN) overlaps the caller's
+    work on the other core. The draws are those of a run without it (the same executables).
+
+    ``wait()`` blocks until the thread is done; call it before the run (the run would otherwise
+    compile the same functions a second time). A failure here is not raised: the run compiles,
+    and reports the error, itself.
+    """
+
+    def compile_run() -> None:
+        try:
+            num_chains = int(positions.shape[0])
+            mesh = chain_mesh(num_chains) if config.split_chains else None
+            block = ChainBlock.whole(num_chains)
+            init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
+            hyper = jax.eval_shape(lambda h: broadcast_chains(h, num_chains), initial_hyper)
+            keys = jax.eval_shape(lambda k: jax.random.split(k, 3), rng_key)
+            key = jax.ShapeDtypeStruct(keys.shape[1:], keys.dtype)
+            init_fn.lower(key, positions, hyper).compile()
+            chains = jax.eval_shape(init_fn, key, positions, hyper)
+            chunk_fn.lower(key, chains, *_schedule(_chunk_length(config))).compile()
+        except Exception:  # noqa: BLE001 - the run itself compiles and raises
+            pass
+
+    thread = threading.Thread(target=compile_run, name="sigmabnn-compile", daemon=True)
+    thread.start()
+    return thread.join
+
+
+def _chunk_length(config: RunConfig) -> int:
+    """Iterations per chunk call: ``chunk_size``, or the whole run when it is shorter."""
+    return max(1, min(config.chunk_size, max(config.num_warmup, config.num_samples * config.thin)))
+
+
+def _schedule(chunk: int) -> tuple[np.ndarray, ...]:
+    """Placeholder ``(iteration, stage, is_window_end, active)`` inputs of one chunk call (shapes only)."""
+    return np.zeros(chunk, np.int32), np.zeros(chunk, np.int32), np.zeros(chunk, bool), np.zeros(chunk, bool)
 
 
 def _run_warmup(

@@ -146,9 +146,11 @@ def init_params(key: Array, mlp: MLP, dtype: jnp.dtype = jnp.float64, scale: str
     layers = []
     for k, n_in, n_out in zip(keys, mlp.widths[:-1], mlp.widths[1:]):
         std = jnp.sqrt(2.0 / (n_in + n_out))
+        # the barrier keeps XLA from folding ``std`` into the normal's own constant under jit, so
+        # jitted and eager draws are the same numbers
         layers.append(
             Layer(
-                kernel=(std * jax.random.normal(k, (n_in, n_out))).astype(dtype),
+                kernel=(std * jax.lax.optimization_barrier(jax.random.normal(k, (n_in, n_out)))).astype(dtype),
                 bias=jnp.zeros((n_out,), dtype),
             )
         )

@@ -39,7 +39,8 @@ from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_ma
 from sigmabnn.mcmc.algorithm import SamplingAlgorithm
 from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.mcmc.registry import make_algorithm
-from sigmabnn.mcmc.run import MCMCResult, RunConfig, sample
+from sigmabnn.mcmc.run import MCMCResult, RunConfig, compile_ahead, sample
+from sigmabnn.model.mlp import num_params as count_params
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters, make_logdensity
 from sigmabnn.train.gibbs import NOISE_LIKELIHOODS, HyperPrior, initial_noise_precision, make_gibbs_fn
 
@@ -406,6 +407,12 @@ def fit_mcmc(
     key_map, key_sample = jax.random.split(rng_key)
 
     t_start = time.perf_counter()
+    # the sampler compiles on the other core while the MAP fits run (the shapes are known already)
+    starts = jax.ShapeDtypeStruct((num_chains, count_params(bnn.mlp)), bnn.jdtype)
+    compiled = compile_ahead(
+        key_sample, setup.algorithm, setup.logdensity, starts, bnn.default_hyperparameters(), setup.run_config,
+        gibbs_fn=setup.gibbs_fn,
+    )  # fmt: skip
     saved = checkpoint.load_arrays("map") if checkpoint is not None else None
     if saved is not None:
         positions, hyper, map_info, map_seconds = _unpack_map(saved, bnn.default_hyperparameters())
@@ -420,6 +427,7 @@ def fit_mcmc(
         if checkpoint is not None:
             checkpoint.save_arrays("map", _pack_map(positions, hyper, map_info, map_seconds))
     t_map = time.perf_counter()
+    compiled()
 
     result = sample(
         key_sample,
