@@ -340,7 +340,8 @@ def starting_hyper(bnn: BNN, setup: SamplingSetup, config: MCMCConfig, positions
     """The hyperparameters all chains start from (step 2 of the module docstring), given every chain's start."""
     hyper = bnn.default_hyperparameters()
     if setup.learn_noise and config.noise_from_map:
-        # jitted (the model and hyperprior static): one compilation instead of one per operation
+        # jitted (the model and hyperprior static): one compilation instead of one per operation; the fused
+        # sums may round the last bit differently from the eager ones, which chains then amplify
         noise = jax.jit(initial_noise_precision, static_argnums=(0, 2))(bnn, setup.data, config.hyperprior, positions)
         hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
     return hyper
