@@ -168,3 +168,19 @@ def test_fit_learns_noise_and_prior_precisions():
         np.sum(info.sample_info.num_integration_steps)
     )
     assert info.num_grad_evals == expected
+
+
+@pytest.mark.parametrize("learn_noise", [False, True])
+def test_fit_compiles_the_sampler_ahead_while_map_runs(caplog, learn_noise):
+    # fit_mcmc compiles the chunk function ahead, in another thread (compile_ahead), with the shapes and
+    # dtypes the run then uses, the learnt noise's MAP start included: the calling thread, whose
+    # compilations are logged (JAX's log_compiles is per thread), compiles the MAP's functions but
+    # not the sampler's; any mismatch of shapes or dtypes would compile it here a second time
+    bnn, data = linear_problem(learn_noise=learn_noise)
+    config = MCMCConfig(kernel="chees", num_chains=2, num_warmup=20, num_samples=10,
+                        map=MAPConfig(learning_rate=0.05, num_steps=20))  # fmt: skip
+    with caplog.at_level("WARNING"), jax.log_compiles():
+        fit_mcmc(jax.random.PRNGKey(3), bnn, data, config, progress=False)
+    compiled = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Finished XLA compilation of")]
+    assert any(m.startswith("Finished XLA compilation of jit(chunk_one)") for m in compiled)  # the MAP's
+    assert not any(m.startswith("Finished XLA compilation of jit(chunk)") for m in compiled)
