@@ -161,6 +161,16 @@ def _jitted_functions(
     return init_fn, make_chunk_fn(algorithm, logdensity_fn, gibbs_fn, mesh, None if block.is_whole else block)
 
 
+def _run_functions(
+    algorithm: SamplingAlgorithm, logdensity_fn: Callable, gibbs_fn: Callable | None, config: RunConfig,
+    block: ChainBlock,
+) -> tuple[Callable, Callable]:  # fmt: skip
+    """The init and chunk functions of a run of ``block``'s chains, split over the devices as ``config`` says:
+    the one place :func:`sample` and :func:`compile_ahead` get them, so both compile the same functions."""
+    mesh = chain_mesh(block.size) if config.split_chains else None
+    return _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
+
+
 class _Run(NamedTuple):
     """The pieces of one run that :func:`sample` and :func:`warm_up` share."""
 
@@ -184,8 +194,7 @@ def _setup(
     block = ChainBlock.whole(num_chains) if block is None else block
     if block.size != num_chains:
         raise ValueError(f"the block holds {block.size} chains, initial_positions {num_chains}")
-    mesh = chain_mesh(num_chains) if config.split_chains else None
-    init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
+    init_fn, chunk_fn = _run_functions(algorithm, logdensity_fn, gibbs_fn, config, block)
     hyper = broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
     chunk = _chunk_length(config)
@@ -216,9 +225,8 @@ def compile_ahead(
     def compile_run() -> None:
         try:
             num_chains = int(positions.shape[0])
-            mesh = chain_mesh(num_chains) if config.split_chains else None
             block = ChainBlock.whole(num_chains)
-            init_fn, chunk_fn = _jitted_functions(algorithm, logdensity_fn, gibbs_fn, mesh, block)
+            init_fn, chunk_fn = _run_functions(algorithm, logdensity_fn, gibbs_fn, config, block)
             hyper = jax.eval_shape(lambda h: broadcast_chains(h, num_chains), initial_hyper)
             keys = jax.eval_shape(lambda k: jax.random.split(k, 3), rng_key)
             key = jax.ShapeDtypeStruct(keys.shape[1:], keys.dtype)
