@@ -35,15 +35,15 @@ rows; and the ECE a perfectly calibrated model with the same confidences would s
 1,078 train rows; start with 20 labels (2 per class, seeded), then each round acquire
 :data:`ACQUIRE` pool rows until :data:`MAX_LABELS` labels, retraining from scratch every round, for
 the criteria BALD, max entropy, variation ratios and random
-(:mod:`sigmabnn.acquisition.classification`). The model: a deep ensemble of MAP networks
-:data:`AL_ARCH` (``64-20-10``; the BNN's unit Gaussian prior as the penalty), full batch Adam at
-:data:`AL_LR`; the labelled rows are padded to :data:`MAX_LABELS` and masked so that one compiled
+(:mod:`sigmabnn.acquisition.classification`). The model (:class:`ALConfig`): a deep ensemble of MAP
+networks (``64-20-10`` tanh unless the configuration says otherwise; a Gaussian prior as the penalty),
+full batch Adam at :data:`AL_LR`; the labelled rows are padded to :data:`MAX_LABELS` and masked so that one compiled
 function serves every round. The acquired batch is the :data:`ACQUIRE` highest scores (``top``) or
 a draw without replacement with probabilities proportional to the score (``power``, Kirsch et al.
 2023, :func:`sigmabnn.acquisition.stochastic_batch`), which spreads a batch over several uncertain
 regions instead of near-duplicates of one (random's batch is uniform under either rule).
 
-The model's members, steps and prior precision and the batch rule are chosen by a pilot on the val
+The model's widths, members, steps and prior precision and the batch rule are chosen by a pilot on the val
 rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
 each configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided
 by those random needs (same members, steps and prior), lowest wins, ties to BALD's lower mean val
@@ -70,7 +70,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -104,15 +104,36 @@ SEEDS = tuple(range(10))
 PILOT_SEEDS = (100, 101, 102, 103, 104)
 START_PER_CLASS, ACQUIRE, MAX_LABELS = 2, 10, 300
 AL_ARCH, AL_LR = "64-20-10", 1e-2
-#: Pilot configurations of the active learning model: (members, full-batch steps, batch rule, prior
-#: precision of every weight and bias: 1 is the BNN's unit Gaussian prior, 0.3 a prior 1.8x wider).
-AL_GRID = tuple((m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for a in ("top", "power")) + (
-    (4, 1000, "power", 0.3),
-    (8, 1000, "power", 1.0),
-    (8, 1000, "power", 0.3),
-    (8, 1000, "power", 0.1),
-    (8, 1000, "power", 0.03),
-    (16, 1000, "power", 0.1),
+
+
+class ALConfig(NamedTuple):
+    """The active-learning model: ensemble members, full-batch Adam steps, batch rule (``top`` or ``power``),
+    prior precision of every weight and bias (1 is the BNN's unit Gaussian prior, 0.3 a prior 1.8x wider),
+    the network's widths and its hidden layers' activation."""
+
+    members: int
+    steps: int
+    rule: str
+    precision: float
+    arch: str = AL_ARCH
+    activation: str = "tanh"
+
+
+#: Pilot configurations of the active learning model.
+AL_GRID = tuple(ALConfig(m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for a in ("top", "power")) + (
+    ALConfig(4, 1000, "power", 0.3),
+    ALConfig(8, 1000, "power", 1.0),
+    ALConfig(8, 1000, "power", 0.3),
+    ALConfig(8, 1000, "power", 0.1),
+    ALConfig(8, 1000, "power", 0.03),
+    ALConfig(16, 1000, "power", 0.1),
+    # wider hidden layers, and ReLU, at the best prior above
+    ALConfig(8, 1000, "power", 0.03, "64-50-10"),
+    ALConfig(8, 1000, "power", 0.03, "64-100-10"),
+    ALConfig(8, 1000, "power", 0.03, "64-200-10"),
+    ALConfig(8, 1000, "power", 0.03, "64-50-10", "relu"),
+    ALConfig(8, 1000, "power", 0.03, "64-100-10", "relu"),
+    ALConfig(16, 1000, "power", 0.03, "64-50-10", "relu"),
 )
 TARGET_ERROR = 0.10
 BOOTSTRAP = 2000
@@ -129,7 +150,7 @@ SMOKE = {
     "SEEDS": (0,),
     "PILOT_SEEDS": (100,),
     "MAX_LABELS": 40,
-    "AL_GRID": ((2, 20, "top", 1.0), (2, 20, "power", 0.3)),
+    "AL_GRID": (ALConfig(2, 20, "top", 1.0), ALConfig(2, 20, "power", 0.3)),
     "BOOTSTRAP": 50,
 }
 
@@ -364,9 +385,9 @@ def _acquire(key, criterion: str, rule: str, p: np.ndarray) -> np.ndarray:
     return np.asarray(select_batch(scores, ACQUIRE))
 
 
-def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One active-learning curve; ``config`` ``(members, steps, rule, precision)``; errors on the rows of ``splits``."""
-    members, steps, rule, precision = config
+def active_run(table, criterion: str, seed: int, config: ALConfig, splits: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One active-learning curve of the model ``config``; errors on the rows of ``splits``."""
+    members, steps, rule, precision, arch, activation = config
     feats = _features(table)
     pool = table[table.split == "train"]
     xpool = pool[feats].to_numpy(float)
@@ -375,7 +396,7 @@ def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[st
     xp, yp = (xpool - mean) / std, pool["digit"].to_numpy()
     scored = {s: ((table[table.split == s][feats].to_numpy(float) - mean) / std,
                   table[table.split == s]["digit"].to_numpy()) for s in splits}  # fmt: skip
-    bnn = build_bnn(Categorical(10), AL_ARCH, feats, "tanh", "float64")
+    bnn = build_bnn(Categorical(10), arch, feats, activation, "float64")
     train, probs = _al_functions(bnn, members, steps, AL_LR, precision)
     labelled = _initial_labels(yp, seed)
     key = jax.random.fold_in(jax.random.key(seed), CRITERIA.index(criterion) if criterion in CRITERIA else 99)
@@ -399,27 +420,26 @@ def active_run(table, criterion: str, seed: int, config: tuple, splits: tuple[st
         labelled += [int(rest[i]) for i in _acquire(jax.random.fold_in(key, 10_000 + n), criterion, rule, p)]
 
 
-def _al_key(criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> str:
-    members, steps, rule, precision = config
+def _al_key(criterion: str, seed: int, config: ALConfig, splits: tuple[str, ...]) -> str:
+    members, steps, rule, precision, arch, activation = config
     prec = "" if precision == 1.0 else f"/precision={precision:g}"  # the unit prior's keys predate the option
-    setting = f"lr={AL_LR}/{AL_ARCH}/members={members}/steps={steps}/{rule}{prec}/max={MAX_LABELS}/{'+'.join(splits)}"
+    net = arch if activation == "tanh" else f"{arch}/{activation}"  # so do tanh's
+    setting = f"lr={AL_LR}/{net}/members={members}/steps={steps}/{rule}{prec}/max={MAX_LABELS}/{'+'.join(splits)}"
     return f"active/{criterion}/seed={seed}/{setting}"
 
 
-def _random_base(config: tuple) -> tuple:
+def _random_base(config: ALConfig) -> ALConfig:
     """The configuration random acquisition runs for ``config``'s pilot: its batch is uniform under either rule."""
-    members, steps, _, precision = config
-    return (members, steps, "top", precision)
+    return config._replace(rule="top")
 
 
-def _pilot_keys(config: tuple) -> list[str]:
+def _pilot_keys(config: ALConfig) -> list[str]:
     """The state keys of ``config``'s pilot units: BALD with its batch rule, random with :func:`_random_base`."""
     pairs = (("bald", config), ("random", _random_base(config)))
     return [_al_key(c, seed, cfg, ("val",)) for seed in PILOT_SEEDS for c, cfg in pairs]
 
 
-def _al_unit(table, state: State, criterion: str, seed: int, config: tuple, splits: tuple[str, ...]) -> list[dict]:
-    members, steps, rule, precision = config
+def _al_unit(table, state: State, criterion: str, seed: int, config: ALConfig, splits: tuple[str, ...]) -> list[dict]:
     key = _al_key(criterion, seed, config, splits)
     done = state.get(key)
     if done is None and not state.mine(key):
@@ -428,34 +448,39 @@ def _al_unit(table, state: State, criterion: str, seed: int, config: tuple, spli
         t0 = time.perf_counter()
         done = state.put(key, active_run(table, criterion, seed, config, splits))
         print(f"{key}: {time.perf_counter() - t0:.0f} s", flush=True)
-    return [{**r, "members": members, "steps": steps, "rule": rule, "precision": precision} for r in done]
+    return [{**r, **config._asdict()} for r in done]
 
 
-def pilot_part(table, state: State) -> tuple[tuple, list[dict[str, Any]]]:
+def _config_of(row: dict[str, Any]) -> ALConfig:
+    """The :class:`ALConfig` a pilot or record row was made with."""
+    return ALConfig(*(row[k] for k in ("members", "steps", "rule", "precision")), row.get("arch", AL_ARCH),
+                    row.get("activation", "tanh"))  # fmt: skip
+
+
+def pilot_part(table, state: State) -> tuple[ALConfig, list[dict[str, Any]]]:
     """The active-learning configuration chosen on the val rows (module docstring) and the pilot's rows."""
     rows, ranked = [], []
     for config in AL_GRID:
-        members, steps, rule, precision = config
         bald = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "bald", seed, config, ("val",))]
         base = _random_base(config)
         rand = [r for seed in PILOT_SEEDS for r in _al_unit(table, state, "random", seed, base, ("val",))]
         nb, nr = labels_to_reach(bald, "bald", key="val_error"), labels_to_reach(rand, "random", key="val_error")
         ratio = float("inf") if nb is None or nr is None else nb / nr
         mean_err = float(np.mean([r["val_error"] for r in bald]))
-        rows.append({"members": members, "steps": steps, "rule": rule, "precision": precision, "bald_labels": nb,
-                     "random_labels": nr, "ratio": ratio, "bald_mean_val_error": mean_err})  # fmt: skip
+        rows.append({**config._asdict(), "bald_labels": nb, "random_labels": nr, "ratio": ratio,
+                     "bald_mean_val_error": mean_err})  # fmt: skip
         ranked.append((ratio, mean_err, config))
     chosen = min(ranked, key=lambda t: (t[0], t[1]))[2]
     for r in rows:
-        r["chosen"] = (r["members"], r["steps"], r["rule"], r["precision"]) == chosen
+        r["chosen"] = _config_of(r) == chosen
     return chosen, rows
 
 
-def active_part(table, state: State, config: tuple) -> list[dict[str, Any]]:
+def active_part(table, state: State, config: ALConfig) -> list[dict[str, Any]]:
     return [r for seed in SEEDS for c in CRITERIA for r in _al_unit(table, state, c, seed, config, ("val", "test"))]
 
 
-def earlier_finals(state: State, config: tuple | None) -> list[dict[str, Any]]:
+def earlier_finals(state: State, config: ALConfig | None) -> list[dict[str, Any]]:
     """Final runs in the state of configurations other than ``config``: chosen by an earlier, smaller pilot
     grid and scored on the test rows then. Listed so that every test score the state holds is reported."""
     rows = []
@@ -466,8 +491,7 @@ def earlier_finals(state: State, config: tuple | None) -> list[dict[str, Any]]:
         records = [r for k in keys for r in state.get(k)]
         reach = {c: labels_to_reach(records, c) for c in CRITERIA}
         ratio = None if reach["bald"] is None or reach["random"] is None else reach["bald"] / reach["random"]
-        rows.append({"members": other[0], "steps": other[1], "rule": other[2], "precision": other[3],
-                     **{f"{c}_labels": reach[c] for c in CRITERIA}, "ratio": ratio})  # fmt: skip
+        rows.append({**other._asdict(), **{f"{c}_labels": reach[c] for c in CRITERIA}, "ratio": ratio})  # fmt: skip
     return rows
 
 
@@ -655,7 +679,8 @@ GRID_COLS = [("method", "method", ""), ("learning_rate", "lr", "g"), ("epochs", 
              ("members", "members", "d"), ("val_nll_raw", "val NLL T=1", ".4f"), ("val_error_raw", "val error", ".4f"),
              ("cv_val_nll_raw", "val CV NLL T=1", ".4f"), ("cv_val_nll_temperature", "val CV NLL T", ".4f"),
              ("chosen", "chosen", "")]  # fmt: skip
-PILOT_COLS = [("members", "members", "d"), ("steps", "steps", "d"), ("rule", "batch", ""),
+PILOT_COLS = [("arch", "network", ""), ("activation", "activation", ""),
+              ("members", "members", "d"), ("steps", "steps", "d"), ("rule", "batch", ""),
               ("precision", "prior precision", "g"),
               ("bald_labels", "BALD labels", "d"), ("random_labels", "random labels", "d"), ("ratio", "ratio", ".2f"),
               ("bald_mean_val_error", "BALD mean val error", ".4f"), ("chosen", "chosen", "")]  # fmt: skip
@@ -665,10 +690,11 @@ def _active_lines(summary: dict[str, Any]) -> list[str]:
     cfg, reach = summary["active_config"], summary["labels_to_reach_10pct"]
     reach_val = summary["labels_to_reach_10pct_val"]
     fmt = lambda r: ", ".join(f"{c}: {r[c] if r[c] is not None else 'not reached'}" for c in CRITERIA)  # noqa: E731
-    chosen = "none" if cfg is None else (f"{cfg['members']} members, {cfg['steps']} steps, `{cfg['rule']}` batches, "
+    chosen = "none" if cfg is None else (f"{cfg['arch']} {cfg['activation']}, {cfg['members']} members, "
+                                        f"{cfg['steps']} steps, `{cfg['rule']}` batches, "
                                         f"prior precision {cfg['precision']:g}")  # fmt: skip
     return [
-        f"Model: a deep ensemble of MAP networks {AL_ARCH} (a Gaussian prior's log density as the penalty), "
+        "Model: a deep ensemble of MAP networks (a Gaussian prior's log density as the penalty), "
         f"full-batch Adam at {AL_LR}; start {START_PER_CLASS} "
         f"labels per class, {ACQUIRE} acquired per round up to {MAX_LABELS}; pool: the train rows.", "",
         f"Pilot on the val rows ({len(PILOT_SEEDS)} seeds {PILOT_SEEDS[0]}-{PILOT_SEEDS[-1]}; ratio = labels BALD "
@@ -687,7 +713,7 @@ def _earlier_lines(earlier: list[dict[str, Any]]) -> list[str]:
     if not earlier:
         return []
     labels = [(f"{c}_labels", f"{c} labels", "d") for c in CRITERIA]
-    cols = PILOT_COLS[:4] + labels + [("ratio", "BALD / random", ".2f")]
+    cols = PILOT_COLS[:6] + labels + [("ratio", "BALD / random", ".2f")]
     return [
         "Final runs of configurations an earlier, smaller pilot grid chose (the same seeds, scored on the test "
         "rows when they were made; the grid has grown since, and the pilot above chose again on the val rows):",

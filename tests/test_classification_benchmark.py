@@ -38,6 +38,20 @@ def test_ratio_bootstrap_resamples_seeds_jointly():
     assert bench.ratio_bootstrap(records[:4], n=10) is None  # a single seed: no spread to measure
 
 
+def test_active_learning_keys_of_the_first_grid_are_unchanged_and_new_models_get_their_own():
+    bench = load_benchmark("classification")
+    # the state file's units were computed under these keys before the widths and activation were options
+    old = "active/bald/seed=3/lr=0.01/64-20-10/members=8/steps=1000/power/precision=0.03/max=300/val"
+    assert bench._al_key("bald", 3, bench.ALConfig(8, 1000, "power", 0.03), ("val",)) == old
+    wide = bench._al_key("bald", 3, bench.ALConfig(8, 1000, "power", 0.03, "64-50-10"), ("val",))
+    relu = bench._al_key("bald", 3, bench.ALConfig(8, 1000, "power", 0.03, "64-50-10", "relu"), ("val",))
+    assert len({old, wide, relu}) == 3 and "/64-50-10/relu/" in relu
+    row = {**bench.ALConfig(8, 1000, "power", 0.03, "64-50-10", "relu")._asdict(), "ratio": 0.8}
+    assert bench._config_of(row) == bench.ALConfig(8, 1000, "power", 0.03, "64-50-10", "relu")
+    assert bench._config_of({"members": 4, "steps": 200, "rule": "top", "precision": 1.0}).arch == bench.AL_ARCH
+    assert bench._random_base(bench.ALConfig(8, 1000, "power", 0.03, "64-50-10")).rule == "top"
+
+
 def test_ece_of_rows_matches_the_library_ece():
     from sigmabnn.evaluate.classification import ece
 
