@@ -46,7 +46,7 @@ regions instead of near-duplicates of one (random's batch is uniform under eithe
 The model's widths, members, steps and prior precision and the batch rule are chosen by a pilot on the val
 rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
 each configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided
-by those random needs (same members, steps and prior), lowest wins, ties to BALD's lower mean val
+by those random needs (the same model), lowest wins, ties to BALD's lower mean val
 error over the curve. The chosen configuration then runs once for every criterion and
 :data:`SEEDS`, scored on the test rows. Records: ``criterion``, ``seed``, ``n_labels``,
 ``test_error``, ``val_error`` (and NLLs).
@@ -453,8 +453,7 @@ def _al_unit(table, state: State, criterion: str, seed: int, config: ALConfig, s
 
 def _config_of(row: dict[str, Any]) -> ALConfig:
     """The :class:`ALConfig` a pilot or record row was made with."""
-    return ALConfig(*(row[k] for k in ("members", "steps", "rule", "precision")), row.get("arch", AL_ARCH),
-                    row.get("activation", "tanh"))  # fmt: skip
+    return ALConfig(**{k: row[k] for k in ALConfig._fields})
 
 
 def pilot_part(table, state: State) -> tuple[ALConfig, list[dict[str, Any]]]:
