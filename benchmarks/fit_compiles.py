@@ -1,0 +1,148 @@
+"""Where a small table's default fit spends its time: every XLA compilation, by thread, beside the fit's phases.
+
+For each table (default: the battery's two smallest, ``sin1d-100`` and ``lin2d-120`` of
+``benchmarks/defaults.py``, their training rows) a fresh process runs ``sigmabnn.api.fit(path, "y")``
+(the library's default) with JAX's compilation log on (``jax_log_compiles``) and records every
+"Finished XLA compilation" message: when it ended (seconds since the fit began), the thread, the
+function and the compilation's own seconds (wall time: compilations that overlap share the two cores,
+so their seconds include that contention). Beside them: the fit's own phase timings from its report.
+
+The default fit compiles the sampler's functions in a background thread while the MAP fits run in the
+calling thread (:func:`sigmabnn.mcmc.run.compile_ahead`); the sampling can start only when both are
+done. ``chunk ready`` is when the sampler's ``jit(chunk)`` finished compiling; ``calling thread
+compiles`` and ``other threads' compiles`` are the summed seconds per side.
+
+Usage::
+
+    python benchmarks/fit_compiles.py                       # results/fit_compiles.{json,md}
+    python benchmarks/fit_compiles.py --tables sin1d-100    # one table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+
+TABLES = ("sin1d-100", "lin2d-120")
+COMPILE = re.compile(r"Finished XLA compilation of (.+) in ([0-9.eE+-]+) sec")
+#: Compilations listed one by one in the Markdown (the rest are summed).
+TOP = 12
+
+
+def parse_compile(message: str) -> tuple[str, float] | None:
+    """``(function, seconds)`` of a JAX "Finished XLA compilation" log message, else ``None``."""
+    m = COMPILE.search(message)
+    return None if m is None else (m.group(1), float(m.group(2)))
+
+
+def summarize(compiles: list[dict[str, Any]], main_thread: str) -> dict[str, Any]:
+    """Totals of a fit's compilations (``function``, ``thread``, ``ended``, ``seconds`` each) per side."""
+    mine = [c for c in compiles if c["thread"] == main_thread]
+    chunk = [c["ended"] for c in compiles if c["function"] == "jit(chunk)"]
+    return {
+        "num_compilations": len(compiles),
+        "calling_thread_seconds": sum(c["seconds"] for c in mine),
+        "other_threads_seconds": sum(c["seconds"] for c in compiles if c["thread"] != main_thread),
+        "chunk_ready": max(chunk) if chunk else None,
+    }
+
+
+def cell(name: str) -> dict[str, Any]:
+    """One fit of table ``name`` in this process, with its compilations recorded (JSON-able)."""
+    import jax
+
+    from defaults import load_table
+    from sigmabnn.api import fit
+
+    compiles: list[dict[str, Any]] = []
+    start = [0.0]
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            parsed = parse_compile(record.getMessage())
+            if parsed is not None:
+                compiles.append({"function": parsed[0], "seconds": parsed[1], "thread": record.threadName,
+                                 "ended": time.perf_counter() - start[0]})  # fmt: skip
+
+    logger = logging.getLogger("jax")
+    logger.addHandler(Recorder(level=logging.DEBUG))
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # the messages are recorded, not printed
+    jax.config.update("jax_log_compiles", True)
+    table = load_table(name, with_test=False)
+    with tempfile.TemporaryDirectory(prefix="sigmabnn_compiles_") as tmp:
+        path = Path(tmp) / "table.csv"
+        table.train.to_csv(path, index=False)
+        start[0] = time.perf_counter()
+        _, report = fit(str(path), "y")
+        seconds = time.perf_counter() - start[0]
+    return {"table": name, "rows": len(table.train), "seconds": seconds, "timings": report.to_json().get("timings"),
+            "compiles": compiles, **summarize(compiles, threading.current_thread().name)}  # fmt: skip
+
+
+def run_cell(name: str) -> dict[str, Any]:
+    """:func:`cell` in a fresh process (so every function compiles as it would for a new user)."""
+    out = subprocess.run([sys.executable, __file__, "--cell", name], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{name}: the fit failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+COLUMNS = [("table", "table", ""), ("rows", "rows", "d"), ("seconds", "fit s", ".1f"), ("map", "MAP s", ".1f"),
+           ("sample", "sampling s", ".1f"), ("metrics", "metrics s", ".1f"), ("chunk_ready", "chunk ready s", ".1f"),
+           ("num_compilations", "compilations", "d"), ("calling_thread_seconds", "calling thread compiles s", ".1f"),
+           ("other_threads_seconds", "other threads' compiles s", ".1f")]  # fmt: skip
+TOP_COLUMNS = [("function", "function", ""), ("thread", "thread", ""), ("ended", "ended at s", ".2f"),
+               ("seconds", "compile s", ".2f")]  # fmt: skip
+
+
+def markdown(meta: dict[str, Any], cells: list[dict[str, Any]]) -> str:
+    rows = [{**c, **{k: (c["timings"] or {}).get(f"{k}_seconds") for k in ("map", "sample", "metrics")}} for c in cells]
+    parts = [
+        "# Compilation in a small table's default fit\n\n",
+        "Written by `benchmarks/fit_compiles.py` (its docstring has the protocol); do not edit. Seconds are wall "
+        "time since the fit began; a compilation's seconds include contention with whatever else ran.\n\n",
+        f"Run {meta['date']} to {meta['date_end']}, {meta['machine']}, jax {meta['jax']}; load average (1/5/15 min) "
+        f"{meta['load_average_1_5_15_at_start']} at the start, {meta['load_average_1_5_15_at_end']} at the end.\n\n",
+        markdown_table(rows, COLUMNS),
+        "\n",
+    ]
+    for c in cells:
+        top = sorted(c["compiles"], key=lambda r: -r["seconds"])[:TOP]
+        rest = sum(r["seconds"] for r in c["compiles"]) - sum(r["seconds"] for r in top)
+        parts += [f"\n## {c['table']}: the {len(top)} longest compilations\n\n", markdown_table(top, TOP_COLUMNS),
+                  f"\nThe other {len(c['compiles']) - len(top)} compilations: {rest:.2f} s in all.\n"]  # fmt: skip
+    return "".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tables", default=",".join(TABLES), help="comma-separated tables of benchmarks/defaults.py")
+    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument("--cell", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.cell:
+        print(json.dumps(cell(args.cell)))
+        return 0
+    meta = run_metadata("benchmarks/fit_compiles.py")
+    cells = [run_cell(name) for name in args.tables.split(",")]
+    meta = finish_metadata(meta)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write(args.out / "fit_compiles.json", {"meta": meta, "cells": cells}, markdown(meta, cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

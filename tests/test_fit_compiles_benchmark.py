@@ -1,0 +1,28 @@
+"""The compilation-log benchmark's own code: the parsing of JAX's messages and the totals per thread."""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import load_benchmark
+
+
+def test_parse_compile_reads_function_and_seconds_and_ignores_other_messages():
+    bench = load_benchmark("fit_compiles")
+    message = "Finished XLA compilation of jit(chunk) in 4.560892820 sec"
+    assert bench.parse_compile(message) == ("jit(chunk)", 4.56089282)
+    assert bench.parse_compile("Finished XLA compilation of jit(<lambda>) in 2e-05 sec") == ("jit(<lambda>)", 2e-05)
+    assert bench.parse_compile("Finished tracing + transforming jit(chunk) in 0.3 sec") is None
+    assert bench.parse_compile("Compiling jit(chunk) with global shapes and types") is None
+
+
+def test_summarize_splits_the_seconds_by_thread_and_finds_the_chunk():
+    bench = load_benchmark("fit_compiles")
+    compiles = [
+        {"function": "jit(one)", "thread": "MainThread", "ended": 1.0, "seconds": 0.5},
+        {"function": "jit(chunk)", "thread": "sigmabnn-compile", "ended": 9.0, "seconds": 4.0},
+        {"function": "jit(add)", "thread": "MainThread", "ended": 2.0, "seconds": 0.25},
+    ]
+    out = bench.summarize(compiles, "MainThread")
+    assert out["num_compilations"] == 3 and out["chunk_ready"] == 9.0
+    assert out["calling_thread_seconds"] == pytest.approx(0.75) and out["other_threads_seconds"] == pytest.approx(4.0)
+    assert bench.summarize(compiles[:1], "MainThread")["chunk_ready"] is None
