@@ -96,7 +96,8 @@ def run_cell(name: str) -> dict[str, Any]:
     """:func:`cell` in a fresh process (so every function compiles as it would for a new user)."""
     out = subprocess.run([sys.executable, __file__, "--cell", name], capture_output=True, text=True, check=False)
     if out.returncode != 0:
-        raise SystemExit(f"{name}: the fit failed: {out.stderr.strip().splitlines()[-1:]}")
+        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise SystemExit(f"{name}: the fit failed: {last}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -136,8 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell:
         print(json.dumps(cell(args.cell)))
         return 0
+    from defaults import BATTERY, SCALING
+
+    names = args.tables.split(",")
+    known = (*BATTERY, *SCALING)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"fit_compiles: unknown table {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+        return 2
     meta = run_metadata("benchmarks/fit_compiles.py")
-    cells = [run_cell(name) for name in args.tables.split(",")]
+    cells = [run_cell(name) for name in names]
     meta = finish_metadata(meta)
     args.out.mkdir(parents=True, exist_ok=True)
     write(args.out / "fit_compiles.json", {"meta": meta, "cells": cells}, markdown(meta, cells))

@@ -26,3 +26,11 @@ def test_summarize_splits_the_seconds_by_thread_and_finds_the_chunk():
     assert out["num_compilations"] == 3 and out["chunk_ready"] == 9.0
     assert out["calling_thread_seconds"] == pytest.approx(0.75) and out["other_threads_seconds"] == pytest.approx(4.0)
     assert bench.summarize(compiles[:1], "MainThread")["chunk_ready"] is None
+
+
+def test_an_unknown_table_is_one_line_and_exit_2(tmp_path, capsys):
+    bench = load_benchmark("fit_compiles")
+    assert bench.main(["--tables", "sin1d-100,nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fit_compiles: unknown table 'nosuch'") and "\n" not in err
+    assert not list(tmp_path.iterdir())  # nothing written
