@@ -390,6 +390,16 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     # fitted rows cost a small table about a third of its fit time, which NumPyro's speed (goal d) asks back
     "chees-within-8x125-rows-s90": {**ROWS_CAP, "chees_centre": "within", "recalibrate": False, **SPLIT_90},
     "chees-within-8x125-rows-s90-auto": {**ROWS_CAP, **WITHIN_AUTO, **SPLIT_90},
+    # the chosen default in single precision (NumPyro's and the example's dtype): the energy differences HMC
+    # accepts on are sums over at most a few thousand rows here, so float32's rounding stays far below a nat
+    "chees-within-8x125-rows-w-s90-f32": {
+        **ROWS_WARMUP,
+        "chees_centre": "within",
+        "recalibrate": False,
+        **SPLIT_90,
+        "dtype": "float32",
+    },
+    "chees-within-8x125-rows-w-s90-f32-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_90, "dtype": "float32"},
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
@@ -400,7 +410,7 @@ CANDIDATES = (
     "chees-within-8x125-rows", "chees-within-8x125-rows-auto", "chees-within-8x125-rows-w",
     "chees-within-8x125-rows-w-auto", "chees-within-8x125-rows-w-s90", "chees-within-8x125-rows-w-s90-auto",
     "chees-within-8x125-rows-w-v20", "chees-within-8x125-rows-w-v20-auto", "chees-within-8x125-rows-s90",
-    "chees-within-8x125-rows-s90-auto",
+    "chees-within-8x125-rows-s90-auto", "chees-within-8x125-rows-w-s90-f32", "chees-within-8x125-rows-w-s90-f32-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
@@ -438,6 +448,8 @@ def fit_kwargs(name: str, num_features: int, n_train: int, log_target: bool, smo
     if entry == NUMPYRO:
         raise ValueError("numpyro is not a fit entry")
     kwargs = dict(entry(num_features, n_train) if callable(entry) else entry)
+    if name in CANDIDATES:  # measured in float64 before fit's default became float32 for ChEES; kept so
+        kwargs.setdefault("dtype", "float64")
     if log_target:
         kwargs["log_target"] = True
     if smoke:
@@ -1086,12 +1098,22 @@ def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
                 "mean_abs_coverage_error": float(np.mean(devs)) if devs else None,
                 "mean_ll_gap": float(np.mean(gaps)) if gaps else None,
                 "ll_wins_vs_previous": f"{wins}/{compared}" if name != "previous-default" else "-",
+                **_vs_float64(tables, name),
             }
         )
     chosen = choose(out, len(tables))
     for row in out:
         row["chosen"] = "chosen" if row["sampler"] == chosen else ""
     return out
+
+
+def _vs_float64(tables: dict[str, dict[str, dict[str, Any]]], name: str) -> dict[str, Any]:
+    """A float32 candidate's pooled LL difference to its float64 sibling (empty for other candidates)."""
+    sibling = float64_sibling(name)
+    diff = None if sibling is None else pooled_paired_difference(tables, name, sibling)
+    if diff is None:
+        return {}
+    return {"ll_vs_float64": diff[0], "ll_vs_float64_se": diff[1], "ll_vs_float64_tables": diff[2]}
 
 
 #: Fit options that only recalibrate a model's intervals after sampling (the draws are those without them).
@@ -1111,28 +1133,71 @@ def recalibrates(name: str) -> bool:
     return isinstance(entry, dict) and bool(entry.get("recalibrate"))
 
 
+#: Step (3) of :func:`choose`: the chosen candidate's float32 twin replaces it unless its validation LL is
+#: lower by more than this many standard errors (:func:`pooled_paired_difference`).
+PRECISION_SE = 2.0
+
+
+def with_float32(name: str) -> str | None:
+    """The candidate with ``name``'s options plus ``dtype="float32"``, or ``None``."""
+    entry = ENTRIES.get(name)
+    if not isinstance(entry, dict) or "dtype" in entry:
+        return None
+    return next((n for n in CANDIDATES if ENTRIES.get(n) == {**entry, "dtype": "float32"}), None)
+
+
+def float64_sibling(name: str) -> str | None:
+    """The candidate whose float32 twin is ``name`` (:func:`with_float32`), or ``None``."""
+    return next((n for n in CANDIDATES if with_float32(n) == name), None)
+
+
+def pooled_paired_difference(
+    tables: dict[str, dict[str, dict[str, Any]]], a: str, b: str
+) -> tuple[float, float, int] | None:
+    """``(mean, standard error, tables)`` over the tables where ``a`` and ``b`` both kept their rows' LL: the
+    mean of the tables' paired per-row differences ``a - b`` (:func:`paired_ll_difference`), each table
+    weighted alike, and its standard error ``sqrt(sum se_t^2) / T``; ``None`` when no table has both."""
+    pairs = [(recs.get(a), recs.get(b)) for recs in tables.values()]
+    diffs = [paired_ll_difference(ra, rb) for ra, rb in pairs if _ok(ra) and _ok(rb)]
+    diffs = [d for d in diffs if d is not None]
+    if not diffs:
+        return None
+    mean = float(np.mean([d[0] for d in diffs]))
+    return mean, float(math.sqrt(sum(d[1] ** 2 for d in diffs)) / len(diffs)), len(diffs)
+
+
 def choose(summary: Sequence[dict[str, Any]], num_tables: int) -> str | None:
-    """The rule that picks the default from the validation summary, in two steps; ``None`` when no candidate
+    """The rule that picks the default from the validation summary, in three steps; ``None`` when no candidate
     qualifies. Eligible: the candidates that ran on every table and met the time goal on each (worst time /
-    goal <= 1). (1) The sampler: among the eligible candidates that do not recalibrate, the smallest mean LL
-    gap to each table's best candidate. (2) The intervals: among that candidate and the eligible candidates
-    with the same options plus recalibration (their draws and LL are the same), the smallest mean
-    |coverage - nominal|. ``previous-default`` and ``sigmabnn`` are not candidates."""
-    eligible = [
-        r
+    goal <= 1). (1) The sampler: among the eligible candidates that do not recalibrate (and do not set a
+    dtype), the smallest mean LL gap to each table's best candidate. (2) The intervals: among that candidate
+    and the eligible candidates with the same options plus recalibration (their draws and LL are the same),
+    the smallest mean |coverage - nominal|. (3) The arithmetic: the chosen candidate's float32 twin
+    (:func:`with_float32`) replaces it when the twin and the sampler's twin are eligible, the twin's median
+    time is lower, and the sampler's twin's validation LL is not lower than the sampler's by more than
+    :data:`PRECISION_SE` standard errors (``ll_vs_float64`` of the summary: float32 changes the rounding,
+    not the model, so a gap within the noise is no reason to give up its speed). ``previous-default`` and
+    ``sigmabnn`` are not candidates."""
+    eligible = {
+        r["sampler"]: r
         for r in summary
         if r["sampler"] in CANDIDATES
         and r["tables_ok"] == num_tables
         and r["worst_time_ratio"] is not None
         and r["worst_time_ratio"] <= 1.0
-    ]
-    samplers = [r for r in eligible if not recalibrates(r["sampler"])]
+    }
+    samplers = [r for n, r in eligible.items() if not recalibrates(n) and float64_sibling(n) is None]
     if not samplers:
         return None
     base = min(samplers, key=lambda r: r["mean_ll_gap"])
     options = sampler_options(base["sampler"])
-    variants = [base] + [r for r in eligible if recalibrates(r["sampler"]) and sampler_options(r["sampler"]) == options]
-    return min(variants, key=lambda r: r["mean_abs_coverage_error"])["sampler"]
+    variants = [base] + [r for n, r in eligible.items() if recalibrates(n) and sampler_options(n) == options]
+    chosen = min(variants, key=lambda r: r["mean_abs_coverage_error"])
+    twin, base_twin = eligible.get(with_float32(chosen["sampler"])), eligible.get(with_float32(base["sampler"]))
+    if twin is None or base_twin is None or base_twin.get("ll_vs_float64") is None:
+        return chosen["sampler"]
+    not_worse = base_twin["ll_vs_float64"] >= -PRECISION_SE * base_twin["ll_vs_float64_se"]
+    return twin["sampler"] if not_worse and twin["median_seconds"] < chosen["median_seconds"] else chosen["sampler"]
 
 
 SUMMARY_COLUMNS = [
@@ -1144,6 +1209,8 @@ SUMMARY_COLUMNS = [
     ("mean_abs_coverage_error", "mean abs(cov - nominal)", ".3f"),
     ("mean_ll_gap", "mean LL gap to best", ".3f"),
     ("ll_wins_vs_previous", "LL >= previous-default", ""),
+    ("ll_vs_float64", "LL - float64 twin's", "+.4f"),
+    ("ll_vs_float64_se", "its SE", ".4f"),
     ("chosen", "rule", ""),
 ]
 
@@ -1168,15 +1235,21 @@ def render_validation(data: dict[str, Any]) -> str:
         "over tables and the 68 % and 95 % levels. Mean LL gap to best: the mean, over the tables a candidate "
         "ran on, of the best candidate's validation LL on that table minus its own (0 = best everywhere).\n\n"
         "**How the default is chosen** (`choose`), among the candidates that ran on every table and met the "
-        "time goal on each (worst time / goal <= 1): (1) the sampler: of those that do not recalibrate, the one "
+        "time goal on each (worst time / goal <= 1): (1) the sampler: of those that do not recalibrate (nor set a "
+        "dtype), the one "
         "with the smallest mean LL gap to best; (2) the intervals: of that candidate and its recalibrated "
         "variants (the same options plus `recalibrate`; the same draws, so the same LL), the one with the "
-        "smallest mean abs(cov - nominal). The library's default (`sigmabnn.train.CHEES_DEFAULTS`, "
-        "`sigmabnn.fitting.spec.auto_recalibration`, fit's random split `sigmabnn.names.DEFAULT_SPLIT`) is set "
+        "smallest mean abs(cov - nominal); (3) the arithmetic: that candidate's float32 twin (the same options plus "
+        "`dtype: float32`) replaces it when both twins are eligible, the twin is faster (median) and the "
+        "sampler's twin's LL is not lower than the sampler's by more than "
+        f"{PRECISION_SE:g} standard errors (`LL - float64 twin's`: over the tables where both kept their rows' "
+        "LL, the mean of each table's paired per-row difference, and its standard error). The library's default "
+        "(`sigmabnn.train.CHEES_DEFAULTS`, `sigmabnn.fitting.spec.auto_recalibration`, "
+        "`sigmabnn.fitting.spec.auto_dtype`, fit's random split `sigmabnn.names.DEFAULT_SPLIT`) is set "
         "to the chosen candidate's options; the test phase "
         "(`defaults.md`) then scores it once.\n\n"
     )
-    parts.append("## Candidates' options\n\n")
+    parts.append("## Candidates' options\n\nA candidate that names no `dtype` runs in float64.\n\n")
     for name in dict.fromkeys(r["sampler"] for r in records):
         entry = ENTRIES.get(name)
         desc = (

@@ -110,6 +110,9 @@ def test_fit_kwargs(bench):
     assert bench.fit_kwargs("sigmabnn", 3, 100, False) == {}
     assert bench.fit_kwargs("sigmabnn", 3, 100, True) == {"log_target": True}
     assert bench.fit_kwargs("ensemble", 3, 100, False) == {"method": "ensemble"}
+    # the candidates were measured in float64 before fit's default fit became float32: they keep it
+    assert bench.fit_kwargs("chees-map", 3, 100, False)["dtype"] == "float64"
+    assert bench.fit_kwargs("chees-within-8x125-rows-w-s90-f32", 3, 100, False)["dtype"] == "float32"
     recal = bench.fit_kwargs("chees-map-recal", 3, 100, False)
     assert recal["recalibrate"] is True and recal["method"] == "chees"
     smoke = bench.fit_kwargs("previous-default", 3, 100, False, smoke=True)
@@ -343,6 +346,35 @@ def test_the_rule_then_picks_the_chosen_samplers_best_calibrated_recalibration(b
     worse = [r if r["sampler"] != "chees-map-8x125-auto-scale" else {**r, "mean_abs_coverage_error": 1.0}
              for r in rows.values()]  # fmt: skip
     assert bench.choose(worse, 1) == "chees-map-8x125-auto-quantile"
+
+
+def test_the_rule_then_takes_the_float32_twin_only_when_it_is_faster_and_its_ll_is_within_the_noise(bench):
+    plain, plain32 = "chees-within-8x125-rows-w-s90", "chees-within-8x125-rows-w-s90-f32"
+    auto, auto32 = "chees-within-8x125-rows-w-s90-auto", "chees-within-8x125-rows-w-s90-f32-auto"
+    assert bench.with_float32(plain) == plain32 and bench.with_float32(auto) == auto32
+    assert bench.float64_sibling(auto32) == auto and bench.with_float32(plain32) is None
+    rows64 = [1.0, 0.5, 0.8, 1.2]
+
+    def battery(shift, seconds32):
+        rows32 = [v + shift + 0.01 * (-1) ** i for i, v in enumerate(rows64)]
+        out = []
+        for table in ("a", "b"):
+            for name, rows, secs in ((plain, rows64, 30.0), (auto, rows64, 30.0), (plain32, rows32, seconds32),
+                                     (auto32, rows32, seconds32)):  # fmt: skip
+                out.append(rec(table, name, phase="validate", row_ll=rows, test_ll=float(np.mean(rows)),
+                               seconds=secs, coverage_68=0.70 if "auto" in name else 0.75))  # fmt: skip
+        return {r["sampler"]: r for r in bench.validation_summary(out)}
+
+    within = battery(-0.002, 20.0)  # 0.002 nats lower, SE about 0.004: within the noise, faster
+    assert within[plain32]["ll_vs_float64"] == pytest.approx(-0.002)
+    assert within[plain32]["ll_vs_float64_se"] == pytest.approx(np.std([0.01, -0.01] * 2, ddof=1) / 2 / 2**0.5)
+    assert [n for n, r in within.items() if r["chosen"]] == [auto32]
+    # the twin is 0.002 nats worse on every row (SE 0): beyond the noise, so the float64 candidate stays
+    exact = battery(-0.002, 20.0)
+    worse = [{**r, "ll_vs_float64_se": 0.0} if r["sampler"] == plain32 else r for r in exact.values()]
+    assert bench.choose(worse, 2) == auto
+    slower = battery(-0.002, 40.0)  # within the noise but slower
+    assert [n for n, r in slower.items() if r["chosen"]] == [auto]
 
 
 # --------------------------------------------------------------------------- resume

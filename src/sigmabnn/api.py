@@ -101,7 +101,7 @@ def fit(
     noise_column: str | None = None,
     likelihood: str = "gaussian",
     noise_df: float | None = None,
-    dtype: str = "float64",
+    dtype: str | None = None,
     progress: bool = True,
     derive: Iterable[Any] = (),
     baseline: Sequence[str] = (),
@@ -158,7 +158,7 @@ def fit(
             recalibration options; ``predict`` then returns a
             :class:`~sigmabnn.predict.classes.ClassPrediction`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
-        dtype: ``"float64"`` or ``"float32"``.
+        dtype: ``"float64"``, ``"float32"`` or ``None`` (:func:`~sigmabnn.fitting.spec.auto_dtype`).
         progress: progress bars on stderr.
         derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
             Names starting with one ``_`` are helpers for later expressions, not inputs.

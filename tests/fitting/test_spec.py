@@ -131,6 +131,28 @@ def test_recalibration_map_and_gate_are_checked_and_recorded():
             build_spec("y", recalibration_gate=gate)
 
 
+@pytest.mark.parametrize(
+    ("options", "dtype"),
+    [
+        ({}, "float32"),  # the default fit: ChEES, Gaussian
+        ({"method": "chees", "likelihood": "gaussian"}, "float32"),
+        ({"dtype": "float64"}, "float64"),
+        ({"method": "nuts"}, "float64"),
+        ({"method": "ensemble"}, "float64"),
+        ({"likelihood": "student_t"}, "float64"),
+        ({"likelihood": "categorical"}, "float64"),
+        ({"method": "nuts", "dtype": "float32"}, "float32"),
+    ],
+)
+def test_a_fit_that_names_no_dtype_is_float32_only_for_chees_with_a_gaussian_likelihood(options, dtype):
+    spec = build_spec("y", **options)
+    assert spec.model.dtype == dtype
+    assert FitSpec.from_json(spec.to_json()).model.dtype == dtype  # recorded resolved: a resume keeps it
+    assert cli_train.fit_spec(_cli_args("--target", "y", "--dtype", "float64")).model.dtype == "float64"
+    with pytest.raises(InputError, match="float32 or float64"):
+        build_spec("y", dtype="float16")
+
+
 def test_the_method_settings_come_from_the_spec():
     assert build_spec("y", method="bbb", num_samples=20, num_steps=300).vi_config().num_draws == 20
     assert build_spec("y", method="ensemble", num_members=3).ensemble_config().num_members == 3

@@ -118,6 +118,11 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
         help="layer widths including input and output, e.g. 5-20-20-1 (default: NFEATURES-20-20-1)",
     )
     net.add_argument("--activation", default=None, metavar="NAME", help="hidden-layer activation (default tanh)")
+    net.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        help="arithmetic of the fit (default float32 for the default ChEES with a Gaussian likelihood, else float64)",
+    )
 
 
 def _add_sampler_arguments(p: argparse.ArgumentParser) -> None:
@@ -278,6 +283,7 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "noise_precision": args.fixed_noise,
         "likelihood": args.likelihood,
         "noise_df": args.df,
+        "dtype": args.dtype,
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
     if getattr(args, "vi_prior", None) is not None:
