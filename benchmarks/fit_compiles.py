@@ -12,6 +12,12 @@ calling thread (:func:`sigmabnn.mcmc.run.compile_ahead`); the sampling can start
 done. ``chunk ready`` is when the sampler's ``jit(chunk)`` finished compiling; ``calling thread
 compiles`` and ``other threads' compiles`` are the summed seconds per side.
 
+Beside the fits, ``threads``: whether two XLA compilations in two threads of one process run in
+parallel on the two cores. A fresh process compiles pairs of distinct functions (a loop of small
+matrix products, a few hundred operations each), one pair after the other in the calling thread and
+one pair in two threads at once, alternating the order, :data:`PAIRS` times; the medians of the
+pairs' wall times are compared (ratio 1: the compilations do not overlap; 0.5: they fully do).
+
 Usage::
 
     python benchmarks/fit_compiles.py                       # results/fit_compiles.{json,md}
@@ -24,6 +30,7 @@ import argparse
 import json
 import logging
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +46,8 @@ TABLES = ("sin1d-100", "lin2d-120")
 COMPILE = re.compile(r"Finished XLA compilation of (.+) in ([0-9.eE+-]+) sec")
 #: Compilations listed one by one in the Markdown (the rest are summed).
 TOP = 12
+#: Pairs of compilations per way (sequential, two threads) in the ``threads`` measurement.
+PAIRS = 4
 
 
 def parse_compile(message: str) -> tuple[str, float] | None:
@@ -92,6 +101,51 @@ def cell(name: str) -> dict[str, Any]:
             "compiles": compiles, **summarize(compiles, threading.current_thread().name)}  # fmt: skip
 
 
+def _compile_seconds(offset: float) -> float:
+    """Wall time of compiling one function (distinct per ``offset``, so nothing is cached)."""
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        def body(i, x):
+            for j in range(40):
+                x = jnp.tanh(x @ x.T + offset * j) * 0.5 + jnp.sin(x)
+            return x
+
+        return jax.lax.fori_loop(0, 10, body, x)
+
+    t0 = time.perf_counter()
+    jax.jit(f).lower(jnp.ones((8, 8))).compile()
+    return time.perf_counter() - t0
+
+
+def threads_cell() -> dict[str, Any]:
+    """Pairs of compilations, one after the other and in two threads at once (JSON-able)."""
+    _compile_seconds(0.5)  # the first compilation of a process carries one-off costs
+    sequential, threaded, offset = [], [], 1.0
+    for i in range(2 * PAIRS):
+        offset += 2.0
+        t0 = time.perf_counter()
+        if (i % 2 == 0) == (i // 2 % 2 == 0):  # the ways in the order A B B A A B B A
+            _compile_seconds(offset)
+            _compile_seconds(offset + 1.0)
+            sequential.append(time.perf_counter() - t0)
+        else:
+            pair = [threading.Thread(target=_compile_seconds, args=(offset + k,)) for k in (0.0, 1.0)]
+            for t in pair:
+                t.start()
+            for t in pair:
+                t.join()
+            threaded.append(time.perf_counter() - t0)
+    return {"sequential_seconds": sequential, "threaded_seconds": threaded, **threads_summary(sequential, threaded)}
+
+
+def threads_summary(sequential: list[float], threaded: list[float]) -> dict[str, float]:
+    """Medians of the pairs' wall times and their ratio (threads / sequential)."""
+    seq, thr = float(statistics.median(sequential)), float(statistics.median(threaded))
+    return {"sequential_median": seq, "threaded_median": thr, "ratio": thr / seq}
+
+
 def run_cell(name: str) -> dict[str, Any]:
     """:func:`cell` in a fresh process (so every function compiles as it would for a new user)."""
     out = subprocess.run([sys.executable, __file__, "--cell", name], capture_output=True, text=True, check=False)
@@ -107,6 +161,15 @@ COLUMNS = [("table", "table", ""), ("rows", "rows", "d"), ("seconds", "fit s", "
            ("other_threads_seconds", "other threads' compiles s", ".1f")]  # fmt: skip
 TOP_COLUMNS = [("function", "function", ""), ("thread", "thread", ""), ("ended", "ended at s", ".2f"),
                ("seconds", "compile s", ".2f")]  # fmt: skip
+
+
+def threads_markdown(t: dict[str, Any]) -> str:
+    return (
+        "\n## Two compilations in two threads\n\n"
+        f"Median wall time of a pair of compilations over {len(t['sequential_seconds'])} pairs each way: "
+        f"{t['sequential_median']:.2f} s one after the other, {t['threaded_median']:.2f} s in two threads at once "
+        f"(ratio {t['ratio']:.2f}; 1 = no overlap, 0.5 = full overlap on the two cores).\n"
+    )
 
 
 def markdown(meta: dict[str, Any], cells: list[dict[str, Any]]) -> str:
@@ -125,6 +188,8 @@ def markdown(meta: dict[str, Any], cells: list[dict[str, Any]]) -> str:
         rest = sum(r["seconds"] for r in c["compiles"]) - sum(r["seconds"] for r in top)
         parts += [f"\n## {c['table']}: the {len(top)} longest compilations\n\n", markdown_table(top, TOP_COLUMNS),
                   f"\nThe other {len(c['compiles']) - len(top)} compilations: {rest:.2f} s in all.\n"]  # fmt: skip
+    if meta.get("threads"):
+        parts.append(threads_markdown(meta["threads"]))
     return "".join(parts)
 
 
@@ -135,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.cell:
-        print(json.dumps(cell(args.cell)))
+        print(json.dumps(threads_cell() if args.cell == "threads" else cell(args.cell)))
         return 0
     from defaults import BATTERY, SCALING
 
@@ -147,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     meta = run_metadata("benchmarks/fit_compiles.py")
     cells = [run_cell(name) for name in names]
+    meta["threads"] = run_cell("threads")
     meta = finish_metadata(meta)
     args.out.mkdir(parents=True, exist_ok=True)
     write(args.out / "fit_compiles.json", {"meta": meta, "cells": cells}, markdown(meta, cells))

@@ -34,3 +34,12 @@ def test_an_unknown_table_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("fit_compiles: unknown table 'nosuch'") and "\n" not in err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_threads_summary_compares_the_median_pairs():
+    bench = load_benchmark("fit_compiles")
+    out = bench.threads_summary([2.0, 1.0, 3.0, 2.2], [1.0, 1.2, 1.1, 5.0])
+    assert out["sequential_median"] == pytest.approx(2.1) and out["threaded_median"] == pytest.approx(1.15)
+    assert out["ratio"] == pytest.approx(1.15 / 2.1)
+    text = bench.threads_markdown({"sequential_seconds": [1.0] * 4, **out})
+    assert "over 4 pairs" in text and "ratio 0.55" in text

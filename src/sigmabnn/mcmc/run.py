@@ -214,8 +214,10 @@ def compile_ahead(
     the positions themselves (e.g. while MAP fits compute them); the other arguments are those the
     run will be given (``initial_hyper`` with the run's shapes and dtypes; its values do not matter).
     XLA keeps what it compiled, so the run that follows with the same functions, shapes and dtypes
-    starts without compiling: on 2 cores the compilation (seconds for a BNN) overlaps the caller's
-    work on the other core. The draws are those of a run without it (the same executables).
+    starts without compiling: the compilation (seconds for a BNN) overlaps the caller's work on the
+    other core, except the caller's own compilations, which wait for it (two XLA compilations of one
+    process do not overlap: ``benchmarks/results/fit_compiles.md``). The draws are those of a run
+    without it (the same executables).
 
     ``wait()`` blocks until the thread is done; call it before the run (the run would otherwise
     compile the same functions a second time). A failure here is not raised: the run compiles,

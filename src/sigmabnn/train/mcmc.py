@@ -17,8 +17,10 @@ call:
 
 Step 3's compiled functions depend only on shapes known before step 1, so they
 are compiled in a background thread while the MAP fits run
-(:func:`sigmabnn.mcmc.run.compile_ahead`): on two cores the compilation, seconds
-for a BNN, overlaps the MAP fits. The draws are the same as without it.
+(:func:`sigmabnn.mcmc.run.compile_ahead`): the compilation, seconds for a BNN,
+overlaps the MAP fits' running, though not their own compilation (two XLA
+compilations of one process do not overlap: ``benchmarks/results/fit_compiles.md``).
+The draws are the same as without it.
 
 With a ``checkpoint`` (:class:`sigmabnn.io.checkpoint.Checkpoint`, or any
 :class:`~sigmabnn.mcmc.store.RunStore` with ``save_arrays``/``load_arrays``)
