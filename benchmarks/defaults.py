@@ -391,7 +391,7 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     "chees-within-8x125-rows-s90": {**ROWS_CAP, "chees_centre": "within", "recalibrate": False, **SPLIT_90},
     "chees-within-8x125-rows-s90-auto": {**ROWS_CAP, **WITHIN_AUTO, **SPLIT_90},
     # the chosen default in single precision (NumPyro's and the example's dtype): the energy differences HMC
-    # accepts on are sums over at most a few thousand rows here, so float32's rounding stays far below a nat
+    # accepts on are sums over at most 20,000 rows here, so float32's rounding stays far below a nat
     "chees-within-8x125-rows-w-s90-f32": {
         **ROWS_WARMUP,
         "chees_centre": "within",

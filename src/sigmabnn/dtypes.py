@@ -17,8 +17,8 @@ One exception, chosen by measurement: a fit that names no dtype and samples
 with ChEES under a Gaussian likelihood (the library's default fit) runs in
 float32 (:func:`sigmabnn.fitting.spec.auto_dtype`). On the defaults battery it
 was faster on every table, and its held-out log-likelihood matched float64's
-within the noise: its energy differences are sums over at most tens of
-thousands of rows, where float32's rounding stays far below a nat.
+within the noise: on its tables (up to 20,000 rows) the rounding of the
+energy differences, sums over the rows, stays far below a nat.
 """
 
 from __future__ import annotations
