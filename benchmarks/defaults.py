@@ -339,6 +339,8 @@ ROWS_WARMUP = {k: v for k, v in ROWS_CAP.items() if k != "num_warmup"}
 #: fit's own split of a table (train, val, test fractions) with no internal test part.
 SPLIT_90 = {"split": [0.9, 0.1, 0.0]}
 SPLIT_V20 = {"split": [0.8, 0.2, 0.0]}
+#: fit's automatic split (no ``split`` given: ``sigmabnn.fitting.spec.auto_min_val_rows``).
+SPLIT_AUTO = {"split": None}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
 ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] = {
@@ -400,6 +402,18 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
         "dtype": "float32",
     },
     "chees-within-8x125-rows-w-s90-f32-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_90, "dtype": "float32"},
+    # the same with fit's automatic split (split=None): the 90/10/0 split, except that a validation part of
+    # fewer than 20 rows (too few to recalibrate on, so unused but for MAP's early stopping) trains the sampler
+    "chees-within-8x125-rows-w-sauto": {**ROWS_WARMUP, "chees_centre": "within", "recalibrate": False, **SPLIT_AUTO},
+    "chees-within-8x125-rows-w-sauto-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_AUTO},
+    "chees-within-8x125-rows-w-sauto-f32": {
+        **ROWS_WARMUP,
+        "chees_centre": "within",
+        "recalibrate": False,
+        **SPLIT_AUTO,
+        "dtype": "float32",
+    },
+    "chees-within-8x125-rows-w-sauto-f32-auto": {**ROWS_WARMUP, **WITHIN_AUTO, **SPLIT_AUTO, "dtype": "float32"},
 }
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
@@ -411,6 +425,8 @@ CANDIDATES = (
     "chees-within-8x125-rows-w-auto", "chees-within-8x125-rows-w-s90", "chees-within-8x125-rows-w-s90-auto",
     "chees-within-8x125-rows-w-v20", "chees-within-8x125-rows-w-v20-auto", "chees-within-8x125-rows-s90",
     "chees-within-8x125-rows-s90-auto", "chees-within-8x125-rows-w-s90-f32", "chees-within-8x125-rows-w-s90-f32-auto",
+    "chees-within-8x125-rows-w-sauto", "chees-within-8x125-rows-w-sauto-auto", "chees-within-8x125-rows-w-sauto-f32",
+    "chees-within-8x125-rows-w-sauto-f32-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
@@ -450,6 +466,9 @@ def fit_kwargs(name: str, num_features: int, n_train: int, log_target: bool, smo
     kwargs = dict(entry(num_features, n_train) if callable(entry) else entry)
     if name in CANDIDATES:  # measured in float64 before fit's default became float32 for ChEES; kept so
         kwargs.setdefault("dtype", "float64")
+        # and with the 80/10/10 split fit had before 90/10/0; a split of None is fit's automatic split
+        if kwargs.setdefault("split", list(PREVIOUS_SPLIT)) is None:
+            del kwargs["split"]
     if log_target:
         kwargs["log_target"] = True
     if smoke:
@@ -1249,7 +1268,11 @@ def render_validation(data: dict[str, Any]) -> str:
         "to the chosen candidate's options; the test phase "
         "(`defaults.md`) then scores it once.\n\n"
     )
-    parts.append("## Candidates' options\n\nA candidate that names no `dtype` runs in float64.\n\n")
+    parts.append(
+        "## Candidates' options\n\nA candidate that names no `dtype` runs in float64; one that names no "
+        "`split`, with fit's split of the time it was measured (80/10/10); `\"split\": null` is fit's automatic "
+        "split.\n\n"
+    )
     for name in dict.fromkeys(r["sampler"] for r in records):
         entry = ENTRIES.get(name)
         desc = (

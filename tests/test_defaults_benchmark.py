@@ -113,6 +113,11 @@ def test_fit_kwargs(bench):
     # the candidates were measured in float64 before fit's default fit became float32: they keep it
     assert bench.fit_kwargs("chees-map", 3, 100, False)["dtype"] == "float64"
     assert bench.fit_kwargs("chees-within-8x125-rows-w-s90-f32", 3, 100, False)["dtype"] == "float32"
+    # a candidate keeps the split it was measured with: 80/10/10 when it names none, its own, or fit's automatic one
+    assert bench.fit_kwargs("chees-map", 3, 100, False)["split"] == [0.8, 0.1, 0.1]
+    assert bench.fit_kwargs("chees-within-8x125-rows-w-s90", 3, 100, False)["split"] == [0.9, 0.1, 0.0]
+    assert "split" not in bench.fit_kwargs("chees-within-8x125-rows-w-sauto-f32-auto", 3, 100, False)
+    assert bench.with_float32("chees-within-8x125-rows-w-sauto-auto") == "chees-within-8x125-rows-w-sauto-f32-auto"
     recal = bench.fit_kwargs("chees-map-recal", 3, 100, False)
     assert recal["recalibrate"] is True and recal["method"] == "chees"
     smoke = bench.fit_kwargs("previous-default", 3, 100, False, smoke=True)

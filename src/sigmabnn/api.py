@@ -56,7 +56,6 @@ from sigmabnn.fitting.spec import FitSpec, build_spec, json_value
 from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.names import (
     DEFAULT_METHOD,
-    DEFAULT_SPLIT,
     ENSEMBLE_METHODS,
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
@@ -91,7 +90,7 @@ def fit(
     activation: str = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
-    split: Sequence[float] = DEFAULT_SPLIT,
+    split: Sequence[float] | None = None,
     seed: int = 0,
     num_chains: int | None = None,
     num_warmup: int | None = None,
@@ -130,8 +129,8 @@ def fit(
         activation: hidden-layer activation.
         log_target: model ``log10`` of the (positive) target.
         split_column: column with train/val/test labels; else a random split by ``split``.
-        split: train, validation, test fractions of the random split (default
-            :data:`sigmabnn.names.DEFAULT_SPLIT`, 90/10/0: no test part).
+        split: train, validation, test fractions of the random split (``None``: 90/10/0, where an MCMC
+            regression's val part trains instead if < 20 rows: :func:`sigmabnn.fitting.spec.auto_min_val_rows`).
         seed: seed of the split and of the run (``jax.random.key(seed)``).
         num_chains: MCMC chains (default: the method's, :func:`sigmabnn.train.default_config`; ignored by VI).
         num_warmup: warm-up iterations per chain (default scaled to the problem,

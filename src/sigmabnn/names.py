@@ -16,6 +16,7 @@ __all__ = [
     "LIKELIHOOD_NAMES",
     "MCMC_METHODS",
     "METHODS",
+    "MIN_RECALIBRATION_ROWS",
     "RECALIBRATION_ROWS",
     "STUDENT_T_LIKELIHOODS",
     "VI_METHODS",
@@ -36,7 +37,11 @@ DEFAULT_SPLIT: tuple[float, float, float] = (0.9, 0.1, 0.0)
 """The random split of a table without a split column: train, validation, test fractions. No internal test
 part: on a small table its rows are worth more to the sampler than to a report's test column (chosen on
 validation rows, ``benchmarks/results/defaults_validation.md``); the validation part recalibrates the
-intervals. Give ``split`` (``--split``) for a test part."""
+intervals. A fit given no ``split`` holds that part out only where it can recalibrate on it
+(:data:`MIN_RECALIBRATION_ROWS`; ``sigmabnn.fitting.spec.auto_min_val_rows``). Give ``split`` (``--split``)
+for a test part."""
+MIN_RECALIBRATION_ROWS: int = 20
+"""Fewest held-out rows a recalibration accepts (its map resolves levels only to about ``1 / (m + 1)``)."""
 CLI_METHODS: tuple[str, ...] = ("nuts", "hmc", "chees", "mh", *VI_METHODS, *ENSEMBLE_METHODS)
 """The same methods in the order ``sigmabnn train --method`` lists them (ChEES beside the other HMC samplers)."""
 LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t", "categorical")

@@ -46,7 +46,7 @@ import numpy as np
 from sigmabnn.calibration import CALIBRATION_MAPS, Calibration, fit_scale
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.names import MCMC_METHODS, RECALIBRATION_ROWS
+from sigmabnn.names import MCMC_METHODS, MIN_RECALIBRATION_ROWS, RECALIBRATION_ROWS
 from sigmabnn.predict import feature_matrix_for, per_draw_predictive, predictive_cdf
 
 __all__ = [
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: Fewest held-out rows accepted (the map resolves levels only to about ``1 / (m + 1)``).
-MIN_ROWS = 20
+MIN_ROWS = MIN_RECALIBRATION_ROWS
 #: Which rows' PIT values the map is fitted on: the held-out rows' ordinary PIT, the training
 #: rows' leave-one-out PIT, or both pooled.
 ROWS = RECALIBRATION_ROWS

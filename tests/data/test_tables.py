@@ -179,6 +179,20 @@ def test_random_split_reproducible_disjoint_and_sized():
         prepare(df, "xsec", split_fractions=(0.5, 0.1, 0.1))
 
 
+def test_a_validation_part_smaller_than_min_val_rows_joins_the_training_rows():
+    df = _frame(100)
+    base = prepare(df, "xsec", seed=3)
+    assert (base.train.n, base.val.n) == (90, 10)
+    moved = prepare(df, "xsec", seed=3, min_val_rows=11)  # 10 rows would be held out: too few
+    assert (moved.train.n, moved.val.n, moved.test.n) == (100, 0, 0)
+    assert prepare(df, "xsec", seed=3, min_val_rows=10).val.n == 10  # enough: the split as it is
+    kept = prepare(df, "xsec", seed=3, split_fractions=(0.8, 0.1, 0.1), min_val_rows=11)
+    assert (kept.train.n, kept.val.n, kept.test.n) == (90, 0, 10)  # a test part stays a test part
+    df["part"] = ["train"] * 95 + ["val"] * 5
+    column = prepare(df, "xsec", ["m1"], split_column="part", min_val_rows=20)
+    assert column.val.n == 5  # a split column is followed as it is
+
+
 def test_fingerprint_depends_on_values_and_names():
     x = np.arange(6.0).reshape(3, 2)
     y = np.ones(3)

@@ -153,6 +153,29 @@ def test_a_fit_that_names_no_dtype_is_float32_only_for_chees_with_a_gaussian_lik
         build_spec("y", dtype="float16")
 
 
+@pytest.mark.parametrize(
+    ("options", "min_val_rows"),
+    [
+        ({}, 20),
+        ({"method": "nuts", "recalibrate": False}, 20),
+        ({"likelihood": "student_t"}, 20),
+        ({"split": (0.9, 0.1, 0.0)}, 0),
+        ({"method": "ensemble"}, 0),
+        ({"method": "bbb"}, 0),
+        ({"likelihood": "categorical"}, 0),
+        ({"noise_column": "s"}, 0),
+    ],
+)
+def test_a_fit_given_no_split_trains_on_a_validation_part_too_small_to_recalibrate_on(options, min_val_rows):
+    spec = build_spec("y", **options)
+    assert spec.data.split == tuple(options.get("split", (0.9, 0.1, 0.0)))
+    assert spec.data.min_val_rows == min_val_rows
+    again = FitSpec.from_json(spec.to_json())  # recorded as the automatic split (None), so a resume keeps it
+    assert again.data == spec.data
+    assert (spec.to_json()["split"] is None) == (min_val_rows > 0)
+    assert cli_train.fit_spec(_cli_args("--target", "y", "--split", "0.9,0.1,0")).data.min_val_rows == 0
+
+
 def test_the_method_settings_come_from_the_spec():
     assert build_spec("y", method="bbb", num_samples=20, num_steps=300).vi_config().num_draws == 20
     assert build_spec("y", method="ensemble", num_members=3).ensemble_config().num_members == 3

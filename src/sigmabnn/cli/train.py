@@ -31,6 +31,7 @@ from sigmabnn.names import (
     DEFAULT_SPLIT,
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
+    MIN_RECALIBRATION_ROWS,
     RECALIBRATION_ROWS,
     VI_METHODS,
 )  # fmt: skip
@@ -78,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=common.split_fractions,
         metavar="TRAIN,VAL,TEST",
         help=f"random split of the rows by fractions (default {','.join(f'{f:g}' for f in DEFAULT_SPLIT)}: "
-        "no test part; 0.8,0.1,0.1 keeps one), reproducible with --seed",
+        f"no test part, and an MCMC regression trains on the val part when it has < {MIN_RECALIBRATION_ROWS} rows, "
+        "too few to recalibrate on; 0.8,0.1,0.1 keeps one), reproducible with --seed",
     )
     p.add_argument("--seed", type=common.seed, metavar="N", help="random seed (default 0)")
     p.add_argument(

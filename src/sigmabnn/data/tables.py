@@ -19,7 +19,8 @@ Rules of :func:`prepare`:
   value is an error). Otherwise a random permutation of the usable rows from
   ``numpy.random.default_rng(seed)`` (a local generator with an explicit
   seed, so the split is reproducible and no global state is touched) is cut
-  by ``split_fractions``.
+  by ``split_fractions``; a validation part that would hold fewer than
+  ``min_val_rows`` rows (and more than none) joins the training part.
 - **Log target.** With ``log_target`` every usable target must be > 0.
 """
 
@@ -245,7 +246,9 @@ def _split_by_column(df: pd.DataFrame, split_column: str, keep: np.ndarray) -> d
     return {name: np.flatnonzero(keep & (labels == name)) for name in ("train", "val", "test")}
 
 
-def _split_random(keep: np.ndarray, fractions: Sequence[float], seed: int) -> dict[str, np.ndarray]:
+def _split_random(
+    keep: np.ndarray, fractions: Sequence[float], seed: int, min_val_rows: int = 0
+) -> dict[str, np.ndarray]:
     f = np.asarray(fractions, dtype=np.float64)
     if f.shape == (2,):
         f = np.append(f, 0.0)
@@ -256,6 +259,8 @@ def _split_random(keep: np.ndarray, fractions: Sequence[float], seed: int) -> di
     rng = np.random.default_rng(seed)
     perm = idx[rng.permutation(n)]
     n_val = int(round(f[1] * n))
+    if n_val < min_val_rows:
+        n_val = 0
     n_test = int(round(f[2] * n))
     n_train = n - n_val - n_test
     return {
@@ -275,6 +280,7 @@ def prepare(
     seed: int = 0,
     log_target: bool = False,
     noise_column: str | None = None,
+    min_val_rows: int = 0,
 ) -> Prepared:
     """Select, clean and split a table (rules in the module docstring).
 
@@ -287,6 +293,8 @@ def prepare(
         seed: seed of the random split.
         log_target: the target will be modelled as ``log10`` (all usable targets must be > 0).
         noise_column: column with a known per-row noise std of the target (original units, > 0).
+        min_val_rows: a random split's validation part with fewer rows than this joins the training
+            part (0: never; a split column is followed as it is).
 
     Raises:
         DataError: unknown or non-numeric column (named), too few usable rows,
@@ -351,7 +359,7 @@ def prepare(
         parts = _split_by_column(df, split_column, keep)
         source = f"column:{split_column}"
     else:
-        parts = _split_random(keep, split_fractions, seed)
+        parts = _split_random(keep, split_fractions, seed, min_val_rows)
         source = f"random:seed={seed}"
     n_train = parts["train"].size
     if n_train < MIN_TRAIN_ROWS:

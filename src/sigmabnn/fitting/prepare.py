@@ -163,6 +163,7 @@ def prepare_data(data: Any, spec: FitSpec) -> PreparedData:
         seed=spec.seed,
         log_target=d.log_target,
         noise_column=d.noise_column,
+        min_val_rows=d.min_val_rows,
     )
     if spec.recalibrate and spec.recalibrate != "loo" and not spec.recalibrate_auto and table.val.n == 0:
         raise InputError("recalibration needs validation rows; this split has none (give a split with a val part)")

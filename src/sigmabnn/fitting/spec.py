@@ -33,6 +33,7 @@ from sigmabnn.names import (
     LIKELIHOOD_NAMES,
     MCMC_METHODS,
     METHODS,
+    MIN_RECALIBRATION_ROWS,
     RECALIBRATION_ROWS,
     STUDENT_T_LIKELIHOODS,
 )
@@ -41,7 +42,7 @@ from sigmabnn.vi import VIConfig
 
 __all__ = [
     "AUTO_RECALIBRATION_GATE", "AUTO_RECALIBRATION_MAP", "DataSpec", "FitSpec", "MethodSpec", "ModelSpec",
-    "auto_recalibration", "build_spec", "json_value",
+    "auto_min_val_rows", "auto_recalibration", "build_spec", "json_value",
 ]  # fmt: skip
 
 
@@ -53,6 +54,8 @@ class DataSpec(NamedTuple):
         features: input columns, or ``None`` for every other numeric column.
         split_column: column with train/val/test labels, or ``None`` for a random split.
         split: train, validation, test fractions of the random split.
+        min_val_rows: the random split's validation part joins the training part when it would hold
+            fewer rows than this (0: never; :func:`auto_min_val_rows`).
         log_target: model ``log10`` of the target.
         noise_column: column with a known per-row noise std of the target, or ``None``.
         derive: derived features (``"name=expression"`` strings or ``(name, expression)`` pairs).
@@ -63,6 +66,7 @@ class DataSpec(NamedTuple):
     features: tuple[str, ...] | None = None
     split_column: str | None = None
     split: tuple[float, ...] = DEFAULT_SPLIT
+    min_val_rows: int = 0
     log_target: bool = False
     noise_column: str | None = None
     derive: tuple[Any, ...] = ()
@@ -202,7 +206,7 @@ class FitSpec(NamedTuple):
             "activation": mo.activation,
             "log_target": d.log_target,
             "split_column": d.split_column,
-            "split": list(d.split),
+            "split": None if d.min_val_rows else list(d.split),  # None: the automatic split
             "seed": self.seed,
             "num_chains": me.num_chains,
             "num_warmup": me.num_warmup,
@@ -326,6 +330,20 @@ def auto_recalibration(method: str, likelihood: str, noise_column: Any) -> str |
     return None
 
 
+def auto_min_val_rows(method: str, likelihood: str, noise_column: Any) -> int:
+    """The ``min_val_rows`` of a fit given no ``split`` (:data:`sigmabnn.names.DEFAULT_SPLIT`'s validation
+    part, which then joins the training rows when it would be smaller).
+
+    :data:`sigmabnn.names.MIN_RECALIBRATION_ROWS` where that part's use is to recalibrate the intervals
+    (the fits :func:`auto_recalibration` recalibrates on held-out rows: fewer rows could not, so they train
+    the model instead); 0 (the split as it is) for the other fits, whose validation rows also stop the
+    training early (VI, ensemble) or fit a classifier's temperature, and were not measured without them.
+    Whether a table's few validation rows train better than they check was chosen on validation rows of the
+    defaults battery (``benchmarks/results/defaults_validation.md``).
+    """
+    return MIN_RECALIBRATION_ROWS if auto_recalibration(method, likelihood, noise_column) == "heldout" else 0
+
+
 #: The dtype of a fit that names none, where :func:`auto_dtype` does not give float64.
 AUTO_DTYPE = "float32"
 
@@ -372,7 +390,7 @@ def build_spec(
     activation: str | None = "tanh",
     log_target: bool = False,
     split_column: str | None = None,
-    split: Sequence[float] = DEFAULT_SPLIT,
+    split: Sequence[float] | None = None,
     seed: int = 0,
     num_chains: int | None = None,
     num_warmup: int | None = None,
@@ -439,7 +457,8 @@ def build_spec(
             target=target,
             features=None if features is None else tuple(features),
             split_column=split_column,
-            split=tuple(split),
+            split=DEFAULT_SPLIT if split is None else tuple(split),
+            min_val_rows=auto_min_val_rows(method, likelihood, noise_column) if split is None else 0,
             log_target=bool(log_target),
             noise_column=noise_column,
             derive=tuple(tuple(d) if isinstance(d, list) else d for d in derive),
