@@ -142,7 +142,7 @@ def _recalibrated(fitted: FittedModel, spec: FitSpec, prepared: PreparedData) ->
     if spec.recalibrate_auto and spec.data.min_val_rows and prepared.table.val.n == 0:
         return fitted.with_diagnostics(
             recalibration_skipped=f"no validation rows: fewer than {spec.data.min_val_rows} would have been held "
-            "out, too few to recalibrate on, so they trained the model (give split to hold them out)"
+            "out, too few to recalibrate on, so they trained the model (give split, --split, to hold them out)"
         )
     try:
         new = recalibrate(
