@@ -20,7 +20,7 @@ Rules of :func:`prepare`:
   ``numpy.random.default_rng(seed)`` (a local generator with an explicit
   seed, so the split is reproducible and no global state is touched) is cut
   by ``split_fractions``; a validation part that would hold fewer than
-  ``min_val_rows`` rows (and more than none) joins the training part.
+  ``min_val_rows`` rows joins the training part.
 - **Log target.** With ``log_target`` every usable target must be > 0.
 """
 

@@ -139,7 +139,7 @@ def _recalibrated(fitted: FittedModel, spec: FitSpec, prepared: PreparedData) ->
     too few rows is skipped, and a map whose PIT values pass the uniformity test at
     ``spec.recalibration_gate`` is not kept; why is stored in the diagnostics (``recalibration_skipped``)."""
     train, val = prepared.train, prepared.val
-    if spec.recalibrate_auto and spec.data.min_val_rows and prepared.table.val.n == 0:
+    if spec.recalibrate_auto and spec.data.min_val_rows and val.n == 0:
         return fitted.with_diagnostics(
             recalibration_skipped=f"no validation rows: fewer than {spec.data.min_val_rows} would have been held "
             "out, too few to recalibrate on, so they trained the model (give split, --split, to hold them out)"
