@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from sigmabnn import interrupts
+from sigmabnn import compiler, interrupts
 from sigmabnn.model.mlp import flatten, init_params, num_params
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 
@@ -222,7 +222,7 @@ def draw_starts(rng_key: Array, bnn: BNN, hyper: Hyperparameters, num: int, init
         return flatten(params)
 
     # jitted: one compilation instead of one per operation of the eager vmap (the same numbers)
-    return jax.jit(jax.vmap(one))(jax.random.split(rng_key, num))
+    return compiler.jit(jax.vmap(one))(jax.random.split(rng_key, num))
 
 
 def epoch_permutation(rng_key: Array, step: Array, steps_per_epoch: int, n: int) -> Array:
@@ -355,7 +355,7 @@ def pretrain_map(
     patience = config.patience if config.patience is not None else num_steps + chunk
 
     run = _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk)
-    logpost = jax.jit(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data)))
+    logpost = compiler.jit(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data)))
 
     index = np.arange(num_starts) if starts is None else np.asarray(starts, dtype=np.int64)
     if index.ndim != 1 or not index.size or np.any(np.diff(index) <= 0) or index[0] < 0 or index[-1] >= num_starts:
@@ -488,7 +488,7 @@ def _build_polisher(bnn, data, hyper, config, val_data):
         keep = jnp.isfinite(after) & jnp.isfinite(objective(end)) & (after <= before)
         return jnp.where(keep, end, position), values, keep, jnp.sum(steps), jnp.where(keep, after, before)
 
-    run = jax.jit(jax.vmap(one))
+    run = compiler.jit(jax.vmap(one))
 
     def polish(positions):
         out, values, keep, steps, monitored = run(positions)
@@ -571,13 +571,13 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             ~jnp.isfinite(loss),
         ), loss
 
-    chunk_all = jax.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None)))
-    track_all = jax.jit(jax.vmap(track_one, in_axes=(0, 0, None, None)))
-    init_all = jax.jit(jax.vmap(init_one))
+    chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None)))
+    track_all = compiler.jit(jax.vmap(track_one, in_axes=(0, 0, None, None)))
+    init_all = compiler.jit(jax.vmap(init_one))
     val_all = (
         None
         if val_data is None
-        else jax.jit(jax.vmap(lambda p: -bnn.log_likelihood(p, hyper, val_data) / val_data.x.shape[0]))
+        else compiler.jit(jax.vmap(lambda p: -bnn.log_likelihood(p, hyper, val_data) / val_data.x.shape[0]))
     )
 
     def run(keys, starts, num_chunks, patience):

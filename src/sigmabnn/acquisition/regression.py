@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
+from sigmabnn import compiler
 from sigmabnn.errors import InputError
 from sigmabnn.predict.components import Components
 from sigmabnn.predict.mixture import component_log_density, lognormal_parts
@@ -109,7 +110,7 @@ def _gaussian_log_density(m: jax.Array, v: jax.Array, y: jax.Array) -> jax.Array
     return -0.5 * (jnp.square(y - m) / v + jnp.log(2.0 * jnp.pi * v))
 
 
-@functools.partial(jax.jit, static_argnames=("df",))
+@functools.partial(compiler.jit, static_argnames=("df",))
 def _bald_chunk(mu: jax.Array, var: jax.Array, outer: jax.Array, x: jax.Array, w: jax.Array, df: float | None):
     """MI ``[c]`` of components ``mu``, ``var`` ``[c, T]``; ``outer`` ``[M]`` component indices.
 

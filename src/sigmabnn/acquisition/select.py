@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from sigmabnn import compiler
 from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, top_scores
 from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
@@ -75,7 +76,7 @@ class _Pool(NamedTuple):
     aleatoric: np.ndarray
 
 
-@jax.jit
+@compiler.jit
 def _uniform(key: jax.Array, rows: jax.Array) -> jax.Array:
     """A uniform score per row from ``fold_in(key, row)``: the same however the rows are chunked."""
     return jax.vmap(lambda i: jax.random.uniform(jax.random.fold_in(key, i), dtype=jnp.float64))(rows)

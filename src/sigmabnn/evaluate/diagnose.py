@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from sigmabnn import compiler
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.evaluate.diagnostics import Thresholds, summarize, warnings
 from sigmabnn.fitting.report import FitReport, MCMCSummary
@@ -72,7 +73,7 @@ def _network_means(fitted: Any, z: np.ndarray) -> np.ndarray:
     def one(p):
         return bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]
 
-    f = jax.jit(lambda ps: jax.lax.map(one, ps, batch_size=64))(pos)
+    f = compiler.jit(lambda ps: jax.lax.map(one, ps, batch_size=64))(pos)
     return np.asarray(f, dtype=np.float64).reshape(c, s, -1)
 
 
@@ -91,7 +92,7 @@ def _draw_log_posterior(fitted: Any, z: np.ndarray, y_model: np.ndarray) -> np.n
         p, h = args
         return bnn.log_posterior(p, h, data)
 
-    lp = jax.jit(lambda ps, hs: jax.lax.map(one, (ps, hs), batch_size=LOG_POSTERIOR_BATCH))(pos, hyper)
+    lp = compiler.jit(lambda ps, hs: jax.lax.map(one, (ps, hs), batch_size=LOG_POSTERIOR_BATCH))(pos, hyper)
     return np.asarray(lp, dtype=np.float64).reshape(c, s)
 
 

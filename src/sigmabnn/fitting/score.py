@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sigmabnn import compiler
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.evaluate.metrics import evaluate
 from sigmabnn.fitted import FittedModel
@@ -43,7 +43,9 @@ def _mean_noise_std(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> float:
     """Mean over networks and points ``z`` of a per-point noise std (model units; heteroscedastic heads)."""
     positions = np.asarray(draws.positions).reshape(draws.num_networks, -1)
     zz = jnp.asarray(z, bnn.jdtype)
-    one = jax.jit(lambda p: jnp.mean(jnp.sqrt(bnn.likelihood.aleatoric_variance(bnn.apply(bnn.unflatten(p), zz), 1.0))))
+    one = compiler.jit(
+        lambda p: jnp.mean(jnp.sqrt(bnn.likelihood.aleatoric_variance(bnn.apply(bnn.unflatten(p), zz), 1.0)))
+    )
     return float(np.mean([float(one(jnp.asarray(p, bnn.jdtype))) for p in positions]))
 
 

@@ -81,6 +81,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sigmabnn import compiler
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc import hmc
 from sigmabnn.mcmc.algorithm import (
@@ -613,7 +614,7 @@ def _centre_update(centre: Array, count: Array, position: Array, adapting: Array
     return jnp.where(adapting, moved, centre), jnp.where(adapting, n, count)
 
 
-@jax.jit
+@compiler.jit
 def finalize(chains: ChainState) -> ChainState:
     """After warm-up: step size and trajectory length = their iterate averages (per-chain copies)."""
     shared = chains.adaptation.shared

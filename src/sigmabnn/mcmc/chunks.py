@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec
 
-from sigmabnn import interrupts
+from sigmabnn import compiler, interrupts
 from sigmabnn.mcmc.algorithm import STAGE_FROZEN, ChainBlock, ChainState, Iteration, SamplingAlgorithm, chain_keys
 from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.parallel import AXIS as CHAIN_AXIS
@@ -71,7 +71,7 @@ def make_chunk_fn(
         return chains, out
 
     if mesh is None:
-        return jax.jit(chunk)
+        return compiler.jit(chunk)
     chain_axis, replicated = PartitionSpec(CHAIN_AXIS), PartitionSpec()
     sharded = jax.shard_map(
         chunk,
@@ -80,7 +80,7 @@ def make_chunk_fn(
         out_specs=(chain_axis, PartitionSpec(None, CHAIN_AXIS)),
         check_vma=False,
     )
-    return jax.jit(sharded)
+    return compiler.jit(sharded)
 
 
 def run_chunks(

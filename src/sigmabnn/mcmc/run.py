@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sigmabnn import compiler
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc.algorithm import (
     STAGE_FROZEN,
@@ -157,7 +158,9 @@ def _jitted_functions(
     code. At most two are kept (with the log-density closures, hence their data, alive). ``init_fn``
     takes the run's init key; the chains of ``block`` start with their keys in the whole run.
     """
-    init_fn = jax.jit(lambda key, positions, hyper: algorithm.init(block.keys(key), positions, hyper, logdensity_fn))
+    init_fn = compiler.jit(
+        lambda key, positions, hyper: algorithm.init(block.keys(key), positions, hyper, logdensity_fn)
+    )
     return init_fn, make_chunk_fn(algorithm, logdensity_fn, gibbs_fn, mesh, None if block.is_whole else block)
 
 

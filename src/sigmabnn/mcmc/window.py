@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sigmabnn import compiler
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc.algorithm import (
     STAGE_FROZEN,
@@ -170,7 +171,7 @@ def window_adaptation(
     return SamplingAlgorithm(init, step, finalize_step_size, adapted_parameters)
 
 
-@jax.jit
+@compiler.jit
 def finalize_step_size(chains: ChainState) -> ChainState:
     """After warm-up: step size = dual-averaging iterate average (unchanged if no update was made)."""
     ad = chains.adaptation

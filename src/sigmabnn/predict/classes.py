@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sigmabnn import compiler
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.model.mlp import forward_ensemble
@@ -110,7 +111,7 @@ def _moments_fn(bnn: BNN, num_networks: int):
         (sp, sh), _ = jax.lax.scan(group, init, (params, index))
         return sp / num_networks, sh / num_networks
 
-    return jax.jit(fn)
+    return compiler.jit(fn)
 
 
 @functools.lru_cache(maxsize=32)
@@ -124,7 +125,7 @@ def _per_network_fn(bnn: BNN, num_networks: int):
         _, p = jax.lax.scan(group, None, params)
         return p.reshape((-1,) + p.shape[2:])[:num_networks]
 
-    return jax.jit(fn)
+    return compiler.jit(fn)
 
 
 def _prepared(fitted: FittedModel, x_raw: Any, calibrated: bool) -> tuple[np.ndarray, Any, jnp.ndarray]:

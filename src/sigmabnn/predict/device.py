@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sigmabnn import compiler
 from sigmabnn.fitted import FittedModel
 from sigmabnn.model.mlp import forward_ensemble, out_in_layers
 from sigmabnn.model.posterior import BNN
@@ -71,7 +72,7 @@ _DEVICE_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @functools.lru_cache(maxsize=32)
 def _unflatten_all(bnn: BNN):
-    return jax.jit(lambda pos: out_in_layers(jax.vmap(jax.vmap(bnn.unflatten))(pos)))
+    return compiler.jit(lambda pos: out_in_layers(jax.vmap(jax.vmap(bnn.unflatten))(pos)))
 
 
 def network_groups(num_networks: int) -> tuple[int, int]:

@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sigmabnn import compiler
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.map import MAPConfig, MAPInfo, cast_data, draw_starts, pretrain_map
 from sigmabnn.mcmc.algorithm import SamplingAlgorithm
@@ -344,7 +345,9 @@ def starting_hyper(bnn: BNN, setup: SamplingSetup, config: MCMCConfig, positions
     if setup.learn_noise and config.noise_from_map:
         # jitted (the model and hyperprior static): one compilation instead of one per operation; the fused
         # sums may round the last bit differently from the eager ones, which chains then amplify
-        noise = jax.jit(initial_noise_precision, static_argnums=(0, 2))(bnn, setup.data, config.hyperprior, positions)
+        noise = compiler.jit(initial_noise_precision, static_argnums=(0, 2))(
+            bnn, setup.data, config.hyperprior, positions
+        )
         hyper = hyper._replace(noise_precision=noise.astype(bnn.jdtype))
     return hyper
 

@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from sigmabnn import interrupts
+from sigmabnn import compiler, interrupts
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.errors import InputError
 from sigmabnn.map import MAPConfig, MAPError, epoch_permutation, next_minibatch, pretrain_map, take_rows
@@ -243,7 +243,7 @@ def _optimizer(static: _Static) -> optax.GradientTransformation:
     return optax.adam(optax.exponential_decay(lr, static.num_steps, static.final_learning_rate / lr))
 
 
-@partial(jax.jit, static_argnums=0)
+@partial(compiler.jit, static_argnums=0)
 def _run_chunk(
     static: _Static,
     state: bbb.VIState,

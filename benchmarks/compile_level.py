@@ -1,0 +1,213 @@
+"""XLA's CPU optimisation level for sigmabnn's functions: compile time and run time at levels 1, 2 and 3.
+
+``sigmabnn.compiler`` compiles the library's functions at one XLA backend optimisation level
+(``xla_backend_optimization_level``; XLA's own default is 3). This script measures the candidates
+side by side, in one script run, levels interleaved:
+
+- ``kernel``: a jitted ``fori_loop`` of leapfrog steps of a BNN's log-posterior gradient, chains
+  vmapped, for small and large networks (100 to 8,000 rows, tanh, float32 and float64), compiled at
+  each level in one process. Per cell and level: the compile seconds (``lower().compile()``) and
+  the median over :data:`REPEATS` runs of the microseconds per leapfrog step (all chains).
+- ``fit``: ``sigmabnn.api.fit(path, "y")``, the library's default fit, of tables of
+  ``benchmarks/defaults.py`` (their training rows), each in a fresh process with
+  ``SIGMABNN_XLA_OPT_LEVEL`` set, the levels in turn, :data:`FIT_REPEATS` rounds. Per fit: wall
+  seconds (compilation included) and the report's phase seconds. Draws under two levels agree in
+  distribution, not bit for bit, so a fit's time also varies with its trajectory lengths; the
+  report's leapfrog steps per chain are recorded beside it.
+
+Rule (stated before the run): the level with the lowest summed median fit time over the fit
+tables, provided its kernel time is within 5 % of level 3's or faster on every kernel cell;
+otherwise level 3. The load average is recorded at start and end.
+
+Usage::
+
+    python benchmarks/compile_level.py            # results/compile_level.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+
+LEVELS = (1, 2, 3)
+#: ``(architecture, rows, chains)`` of the kernel cells.
+KERNEL_CELLS = (("1-20-20-1", 100, 8), ("2-20-20-1", 1000, 8), ("10-20-20-1", 2000, 8), ("5-50-50-1", 1000, 8),
+                ("5-20-20-1", 8000, 4))  # fmt: skip
+DTYPES = ("float32", "float64")
+STEPS = 200
+REPEATS = 3
+FIT_TABLES = ("sin1d-100", "lin2d-120", "energy")
+FIT_REPEATS = 2
+#: A level other than 3 must run every kernel cell within this factor of level 3's time.
+KERNEL_TOLERANCE = 1.05
+
+
+def kernel_cell(arch: str, rows: int, chains: int, dtype: str) -> list[dict[str, Any]]:
+    """Compile and time the leapfrog loop of one cell at every level (JSON-able records)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from sigmabnn.model import BNN, Data, Gaussian, GaussianPrior, parse_architecture
+    from sigmabnn.model.mlp import flatten, init_params
+
+    rng = np.random.default_rng(0)
+    inputs = int(arch.split("-")[0])
+    x = rng.normal(size=(rows, inputs))
+    y = np.sin(3 * x[:, 0]) + 0.1 * rng.normal(size=rows)
+    bnn = BNN(parse_architecture(arch, "tanh"), GaussianPrior(1.0, 1.0), Gaussian(100.0), dtype=dtype)
+    data = Data(jnp.asarray(x, dtype), jnp.asarray(y, dtype))
+    hyper = bnn.default_hyperparameters()
+    keys = jax.random.split(jax.random.PRNGKey(0), chains)
+    positions = jnp.stack([flatten(init_params(k, bnn.mlp, bnn.jdtype)) for k in keys])
+    value_and_grad = jax.value_and_grad(lambda p: bnn.log_posterior(p, hyper, data))
+
+    def leapfrogs(p):
+        def body(_, s):
+            q, m, g = s
+            m = m + 0.0005 * g
+            q = q + 0.001 * m
+            g = value_and_grad(q)[1]
+            return q, m + 0.0005 * g, g
+
+        return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), value_and_grad(p)[1]))[0]
+
+    compiled, out = {}, []
+    for level in LEVELS:
+        options = {"xla_backend_optimization_level": level}
+        t0 = time.perf_counter()
+        compiled[level] = jax.jit(jax.vmap(leapfrogs), compiler_options=options).lower(positions).compile()
+        out.append({"arch": arch, "rows": rows, "chains": chains, "dtype": dtype, "level": level,
+                    "compile_seconds": time.perf_counter() - t0, "us_per_step": []})  # fmt: skip
+    for _ in range(REPEATS):
+        for rec in out:  # levels interleaved
+            t0 = time.perf_counter()
+            jax.block_until_ready(compiled[rec["level"]](positions))
+            rec["us_per_step"].append(1e6 * (time.perf_counter() - t0) / STEPS)
+    for rec in out:
+        rec["us_per_step_median"] = float(statistics.median(rec["us_per_step"]))
+    return out
+
+
+def fit_cell(name: str) -> dict[str, Any]:
+    """One default fit of table ``name`` in this process (the level comes from the environment)."""
+    from defaults import load_table
+    from sigmabnn import compiler
+    from sigmabnn.api import fit
+
+    table = load_table(name, with_test=False)
+    with tempfile.TemporaryDirectory(prefix="sigmabnn_level_") as tmp:
+        path = Path(tmp) / "table.csv"
+        table.train.to_csv(path, index=False)
+        t0 = time.perf_counter()
+        _, report = fit(str(path), "y")
+        seconds = time.perf_counter() - t0
+    j = report.to_json()
+    sampler = j.get("sampler") or {}
+    return {"table": name, "rows": len(table.train), "level": compiler.OPTIMIZATION_LEVEL, "seconds": seconds,
+            **{k: (j.get("timings") or {}).get(f"{k}_seconds") for k in ("map", "sample", "metrics")},
+            "grad_evals_per_chain": sampler.get("num_grad_evals", 0) / max(1, len(sampler.get("acceptance") or [1])),
+            "load_average": list(os.getloadavg())}  # fmt: skip
+
+
+def run_fit(name: str, level: int) -> dict[str, Any]:
+    """:func:`fit_cell` in a fresh process at ``level``."""
+    env = {**os.environ, "SIGMABNN_XLA_OPT_LEVEL": str(level)}
+    cmd = [sys.executable, __file__, "--fit-cell", name]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise SystemExit(f"{name} at level {level}: the fit failed: {last}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fit_medians(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per table and level: the median fit seconds and phases over the rounds."""
+    out = []
+    for name in dict.fromkeys(f["table"] for f in fits):
+        for level in LEVELS:
+            group = [f for f in fits if f["table"] == name and f["level"] == level]
+            if group:
+                keys = ("seconds", "map", "sample", "grad_evals_per_chain")
+                med = {k: float(statistics.median(f[k] for f in group)) for k in keys}
+                out.append({"table": name, "level": level, "fits": len(group), **med})
+    return out
+
+
+def choose(kernel: list[dict[str, Any]], medians: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule of the module docstring: ``{"level", "fit_seconds" per level, "kernel_ok" per level}``."""
+    base = {(r["arch"], r["rows"], r["dtype"]): r["us_per_step_median"] for r in kernel if r["level"] == 3}
+    kernel_ok = {
+        level: all(
+            r["us_per_step_median"] <= KERNEL_TOLERANCE * base[(r["arch"], r["rows"], r["dtype"])]
+            for r in kernel
+            if r["level"] == level
+        )  # fmt: skip
+        for level in LEVELS
+    }
+    totals = {level: sum(m["seconds"] for m in medians if m["level"] == level) for level in LEVELS}
+    eligible = [level for level in LEVELS if kernel_ok[level]]
+    level = min(eligible, key=lambda v: totals[v]) if eligible else 3
+    return {"level": level, "fit_seconds": totals, "kernel_ok": kernel_ok}
+
+
+KERNEL_COLUMNS = [("arch", "network", ""), ("rows", "rows", "d"), ("chains", "chains", "d"), ("dtype", "dtype", ""),
+                  ("level", "level", "d"), ("compile_seconds", "compile s", ".2f"),
+                  ("us_per_step_median", "us per step", ".1f"), ("vs_level_3", "time vs level 3", ".3f")]  # fmt: skip
+FIT_COLUMNS = [("table", "table", ""), ("level", "level", "d"), ("fits", "fits", "d"), ("seconds", "fit s", ".1f"),
+               ("map", "MAP s", ".1f"), ("sample", "sampling s", ".1f"),
+               ("grad_evals_per_chain", "leapfrog steps per chain", ".0f")]  # fmt: skip
+
+
+def markdown(meta: dict[str, Any], kernel: list[dict[str, Any]], medians: list[dict[str, Any]], pick: dict) -> str:
+    base = {(r["arch"], r["rows"], r["dtype"]): r["us_per_step_median"] for r in kernel if r["level"] == 3}
+    rows = [{**r, "vs_level_3": r["us_per_step_median"] / base[(r["arch"], r["rows"], r["dtype"])]} for r in kernel]
+    totals = ", ".join(f"level {k}: {v:.1f} s" for k, v in pick["fit_seconds"].items())
+    ok = ", ".join(f"level {k}: {'yes' if v else 'no'}" for k, v in pick["kernel_ok"].items())
+    return "".join([
+        "# XLA optimisation level of sigmabnn's functions\n\n",
+        "Written by `benchmarks/compile_level.py` (its docstring has the protocol and the rule); do not edit.\n\n",
+        f"Run {meta['date']} to {meta['date_end']}, {meta['machine']}, jax {meta['jax']}; load average (1/5/15 min) "
+        f"{meta['load_average_1_5_15_at_start']} at the start, {meta['load_average_1_5_15_at_end']} at the end.\n\n",
+        f"**Chosen: level {pick['level']}.** Summed median default-fit seconds: {totals}. Every kernel cell within "
+        f"{KERNEL_TOLERANCE:.2f}x of level 3: {ok}.\n\n",
+        "## Default fits (fresh process each, compilation included; medians over the rounds)\n\n",
+        markdown_table(medians, FIT_COLUMNS),
+        f"\n## Leapfrog loops ({STEPS} steps, chains vmapped; median of {REPEATS} runs, levels interleaved)\n\n",
+        markdown_table(rows, KERNEL_COLUMNS),
+    ])  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument("--fit-cell", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.fit_cell:
+        print(json.dumps(fit_cell(args.fit_cell)))
+        return 0
+    meta = run_metadata("benchmarks/compile_level.py")
+    kernel = [r for cell in KERNEL_CELLS for dtype in DTYPES for r in kernel_cell(*cell, dtype)]
+    fits = [run_fit(name, level) for _ in range(FIT_REPEATS) for name in FIT_TABLES for level in LEVELS]
+    medians = fit_medians(fits)
+    pick = choose(kernel, medians)
+    meta = finish_metadata(meta)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = {"meta": meta, "choice": pick, "kernel": kernel, "fits": fits, "fit_medians": medians}
+    write(args.out / "compile_level.json", out, markdown(meta, kernel, medians, pick))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

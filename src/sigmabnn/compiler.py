@@ -1,0 +1,63 @@
+"""How sigmabnn compiles its own functions: XLA's CPU backend optimisation level.
+
+Choice, by measurement: XLA optimises CPU code at its highest level, 3, unless told
+otherwise. sigmabnn compiles every function it jits at level :data:`OPTIMIZATION_LEVEL`
+(1) instead. ``benchmarks/compile_level.py`` (``benchmarks/results/compile_level.md``)
+times levels 1, 2 and 3 side by side, by the rule in its docstring: leapfrog loops of BNN
+gradients (small and large networks, 100 to 8,000 rows, float32 and float64) and the
+default fit of three tables of the defaults battery, compilation included. Levels 1 and 2
+ran the gradients as fast as level 3 or faster (up to 20 % on the smallest network) and
+finished the default fits sooner; level 1's summed fit time was the lowest.
+
+Levels differ in how LLVM orders and vectorises floating-point work, so draws under two
+levels agree in distribution, not bit for bit. The environment variable
+``SIGMABNN_XLA_OPT_LEVEL`` (``0`` to ``3``), read once at import, overrides the level,
+e.g. to compare levels; any other value is ignored with a warning.
+
+Functions JAX compiles on its own (eager ``jnp`` operations outside sigmabnn's jitted
+functions) keep JAX's defaults.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+__all__ = ["COMPILER_OPTIONS", "ENV_LEVEL", "OPTIMIZATION_LEVEL", "jit"]
+
+ENV_LEVEL = "SIGMABNN_XLA_OPT_LEVEL"
+"""Environment variable that overrides :data:`OPTIMIZATION_LEVEL` (``0`` to ``3``)."""
+DEFAULT_LEVEL = 1
+
+
+def _level(value: str | None) -> int:
+    """The optimisation level from ``value`` (the environment's), :data:`DEFAULT_LEVEL` when unset or invalid."""
+    if value is None or value == "":
+        return DEFAULT_LEVEL
+    if value.strip() in ("0", "1", "2", "3"):
+        return int(value)
+    warnings.warn(f"{ENV_LEVEL}={value!r} is not 0, 1, 2 or 3; using {DEFAULT_LEVEL}", stacklevel=2)
+    return DEFAULT_LEVEL
+
+
+OPTIMIZATION_LEVEL = _level(os.environ.get(ENV_LEVEL))
+"""XLA backend optimisation level of sigmabnn's compiled functions (see the module docstring)."""
+COMPILER_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": OPTIMIZATION_LEVEL}
+"""The options every :func:`jit` passes to XLA."""
+
+
+def jit(fun: Callable | None = None, /, **kwargs: Any) -> Any:
+    """:func:`jax.jit` with :data:`COMPILER_OPTIONS`; ``jit(**kwargs)`` (no function) returns a decorator.
+
+    Keyword arguments are :func:`jax.jit`'s; options given in ``compiler_options`` win over
+    :data:`COMPILER_OPTIONS`.
+    """
+    if fun is None:
+        return functools.partial(jit, **kwargs)
+    options = {**COMPILER_OPTIONS, **(kwargs.pop("compiler_options", None) or {})}
+    return jax.jit(fun, compiler_options=options, **kwargs)
