@@ -112,3 +112,33 @@ def test_dtype_is_kept(dtype):
     assert state.position.dtype == dtype and state.logdensity_grad.dtype == dtype
     assert info.acceptance_rate.dtype == dtype
     assert info.num_integration_steps.dtype == jnp.int32
+
+
+def test_step_size_jitter_validation():
+    with pytest.raises(ValueError, match="step_size_jitter must be in"):
+        hmc.sampler(7, step_size_jitter=1.0)
+    with pytest.raises(ValueError, match="step_size_jitter must be in"):
+        hmc.sampler(7, step_size_jitter=-0.1)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.5])
+def test_step_size_jitter_scales_the_step(jitter):
+    """One leapfrog step from the mode of N(0, 1) with zero momentum refreshed by the key: the move
+    divided by eps * p is the step factor, ``1`` without jitter and uniform in ``1 +- j`` with it."""
+    logdensity = diagonal_gaussian(np.zeros(1), np.ones(1))
+    sampler = hmc.sampler(1, step_size_jitter=jitter)
+    state = sampler.init(jnp.zeros(1), logdensity)
+    step = jax.jit(lambda k: sampler.step(k, state, logdensity, 1e-3, jnp.ones(1))[0].position[0])
+    fixed = jax.jit(lambda k: hmc.build_kernel()(k, state, logdensity, 1e-3, jnp.ones(1), 1)[0].position[0])
+    factors = []
+    for i in range(200):
+        key = jax.random.key(i)
+        # the jittered sampler draws its momentum from the first half of its key's split
+        key_kernel = jax.random.split(key)[0] if jitter > 0 else key
+        factors.append(float(step(key) / fixed(key_kernel)))
+    factors = np.asarray(factors)
+    if jitter == 0.0:
+        np.testing.assert_allclose(factors, 1.0, rtol=1e-9)
+    else:
+        assert factors.min() >= 1 - jitter - 1e-6 and factors.max() <= 1 + jitter + 1e-6
+        assert factors.std() == pytest.approx(jitter / np.sqrt(3), rel=0.2)  # uniform on 1 +- j

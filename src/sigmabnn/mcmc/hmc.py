@@ -175,21 +175,37 @@ def one_step_acceptance(divergence_threshold: float = 1000.0) -> Callable[..., A
 
 @functools.cache
 def sampler(
-    num_integration_steps: int = 32, random_direction: bool = False, divergence_threshold: float = 1000.0
+    num_integration_steps: int = 32,
+    random_direction: bool = False,
+    divergence_threshold: float = 1000.0,
+    step_size_jitter: float = 0.0,
 ) -> Sampler:
     """HMC with ``num_integration_steps`` leapfrog steps as a :class:`~sigmabnn.mcmc.algorithm.Sampler`.
 
+    ``step_size_jitter`` ``j`` in ``[0, 1)``: each transition integrates with the step size times
+    ``1 + j u``, ``u`` uniform in ``(-1, 1)`` (Stan's ``stepsize_jitter``; Neal 2011, "MCMC using
+    Hamiltonian dynamics", section 5.4.2.2). With ``j = 0`` and a fixed step count the trajectory
+    length is fixed, and on a near-Gaussian target it can come close to a multiple of a half
+    period in some direction, where the chain moves back and forth with little net progress and
+    its effective sample size is overestimated; a random length breaks that resonance.
     The same settings give the same object (so the runner's compiled functions are reused).
 
     Raises:
-        ValueError: if ``num_integration_steps < 1``.
+        ValueError: if ``num_integration_steps < 1`` or ``step_size_jitter`` is outside ``[0, 1)``.
     """
     if int(num_integration_steps) < 1:
         raise ValueError(f"num_integration_steps must be >= 1, got {num_integration_steps}")
+    if not 0.0 <= float(step_size_jitter) < 1.0:
+        raise ValueError(f"step_size_jitter must be in [0, 1), got {step_size_jitter}")
     hmc_kernel = build_kernel(divergence_threshold=divergence_threshold, random_direction=random_direction)
     n_steps = int(num_integration_steps)
+    jitter = float(step_size_jitter)
 
     def step(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix):
+        if jitter > 0.0:
+            rng_key, key_jitter = jax.random.split(rng_key)
+            u = jax.random.uniform(key_jitter, (), state.position.dtype, minval=-1.0, maxval=1.0)
+            step_size = step_size * (1.0 + jitter * u)
         new, info = hmc_kernel(rng_key, state, logdensity_fn, step_size, inverse_mass_matrix, n_steps)
         return new, TransitionInfo(
             info.acceptance_rate,

@@ -26,6 +26,7 @@ class _Settings(NamedTuple):
     random_direction: bool
     max_integration_steps: int | None
     chees_centre: str
+    step_size_jitter: float
 
 
 def _nuts(s: _Settings) -> SamplingAlgorithm:
@@ -39,7 +40,7 @@ def _nuts(s: _Settings) -> SamplingAlgorithm:
 
 def _hmc(s: _Settings) -> SamplingAlgorithm:
     return window_adaptation(
-        hmc.sampler(int(s.num_integration_steps), bool(s.random_direction)),
+        hmc.sampler(int(s.num_integration_steps), bool(s.random_direction), step_size_jitter=float(s.step_size_jitter)),
         target_accept=s.target_accept,
         dense_mass=s.dense_mass,
         initial_step_size=s.initial_step_size,
@@ -90,6 +91,7 @@ def make_algorithm(
     random_direction: bool = False,
     max_integration_steps: int | None = None,
     chees_centre: str = "chains",
+    step_size_jitter: float = 0.0,
 ) -> SamplingAlgorithm:
     """The sampling algorithm named ``kernel``, with its settings (the same object for the same settings).
 
@@ -111,6 +113,8 @@ def make_algorithm(
         max_integration_steps: chees only: cap on the leapfrog steps of one iteration.
         chees_centre: chees only: where its criterion measures squared distances from,
             ``"chains"`` or ``"within"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``centre``).
+        step_size_jitter: hmc only: each transition's step size is scaled by ``1 + j u``, ``u``
+            uniform in ``(-1, 1)`` (:func:`sigmabnn.mcmc.hmc.sampler`; 0: no jitter).
 
     Raises:
         ValueError: an unknown kernel or invalid settings (one-line message).
@@ -126,5 +130,6 @@ def make_algorithm(
         random_direction=random_direction,
         max_integration_steps=max_integration_steps,
         chees_centre=chees_centre,
+        step_size_jitter=step_size_jitter,
     )
     return ALGORITHMS[kernel](settings)

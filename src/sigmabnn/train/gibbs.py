@@ -20,7 +20,7 @@ Springer 1996, sec. 3.2 / 4.1):
   ``n_l`` the number of kernel entries of that layer;
 - bias precision of layer ``l``, likewise with the bias vector.
 
-Gamma(shape, rate) draws are ``jax.random.gamma(key, shape) / rate``.
+Gamma(shape, rate) draws come from :func:`sigmabnn.train.gamma.gamma` (Marsaglia and Tsang, without loops).
 
 Student-t noise is sampled as a *partially collapsed* Gibbs sampler (van Dyk and Park,
 JASA 103 (2008) 790): the weight update (NUTS/HMC/MH) targets ``p(theta | tau, D)`` with the
@@ -46,6 +46,7 @@ import jax.numpy as jnp
 from sigmabnn.model.likelihoods import noise_df
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 from sigmabnn.model.priors import layer_sizes, squared_norms
+from sigmabnn.train.gamma import gamma
 
 Array = jax.Array
 
@@ -177,7 +178,7 @@ def prior_conditionals(bnn: BNN, hyperprior: HyperPrior, position: Array) -> tup
 
 
 def _gamma(key: Array, shape: Array, rate: Array) -> Array:
-    return jax.random.gamma(key, shape, dtype=shape.dtype) / rate
+    return gamma(key, shape, rate).astype(shape.dtype)
 
 
 def make_gibbs_fn(
