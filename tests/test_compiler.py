@@ -74,7 +74,9 @@ def test_library_jits_only_through_compiler():
     assert offenders == []
 
 
-@pytest.mark.parametrize(("value", "level", "warned"), [("1", 1, False), ("3", 3, False), ("fast", compiler.DEFAULT_LEVEL, True)])
+@pytest.mark.parametrize(
+    ("value", "level", "warned"), [("1", 1, False), ("3", 3, False), ("fast", compiler.DEFAULT_LEVEL, True)]
+)
 def test_environment_override(value, level, warned):
     env = {**os.environ, compiler.ENV_LEVEL: value}
     code = "from sigmabnn import compiler; print(compiler.OPTIMIZATION_LEVEL)"

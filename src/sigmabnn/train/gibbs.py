@@ -177,10 +177,6 @@ def prior_conditionals(bnn: BNN, hyperprior: HyperPrior, position: Array) -> tup
     )
 
 
-def _gamma(key: Array, shape: Array, rate: Array) -> Array:
-    return gamma(key, shape, rate).astype(shape.dtype)
-
-
 def make_gibbs_fn(
     bnn: BNN,
     data: Data,
@@ -219,14 +215,14 @@ def make_gibbs_fn(
         if learn_noise and df is not None:
             key_latent, key_noise = jax.random.split(key_noise)
             r = residuals(bnn, data, position)
-            latent = _gamma(key_latent, *latent_weight_conditional(df, noise, r))
-            noise = _gamma(key_noise, *_noise_gamma(hyperprior, r, latent)).astype(noise.dtype)
+            latent = gamma(key_latent, *latent_weight_conditional(df, noise, r))
+            noise = gamma(key_noise, *_noise_gamma(hyperprior, r, latent)).astype(noise.dtype)
         elif learn_noise:
-            noise = _gamma(key_noise, *noise_conditional(bnn, data, hyperprior, position)).astype(noise.dtype)
+            noise = gamma(key_noise, *noise_conditional(bnn, data, hyperprior, position)).astype(noise.dtype)
         if learn_prior:
             ws, wr, bs, br = prior_conditionals(bnn, hyperprior, position)
-            weight = _gamma(key_w, ws, wr).astype(weight.dtype)
-            bias = _gamma(key_b, bs, br).astype(bias.dtype)
+            weight = gamma(key_w, ws, wr).astype(weight.dtype)
+            bias = gamma(key_b, bs, br).astype(bias.dtype)
         return Hyperparameters(noise, weight, bias)
 
     return gibbs_fn
