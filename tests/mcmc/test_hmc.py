@@ -142,3 +142,15 @@ def test_step_size_jitter_scales_the_step(jitter):
     else:
         assert factors.min() >= 1 - jitter - 1e-6 and factors.max() <= 1 + jitter + 1e-6
         assert factors.std() == pytest.approx(jitter / np.sqrt(3), rel=0.2)  # uniform on 1 +- j
+
+
+def test_mcmc_config_passes_the_jitter_to_the_sampler():
+    """``MCMCConfig.step_size_jitter`` reaches the HMC sampler (the same cached object as asked directly)."""
+    from sigmabnn.mcmc.registry import make_algorithm
+    from sigmabnn.train.mcmc import MCMCConfig, algorithm_for
+
+    config = MCMCConfig(kernel="hmc", num_integration_steps=7, step_size_jitter=0.5)
+    jittered = make_algorithm("hmc", num_integration_steps=7, step_size_jitter=0.5)
+    plain = make_algorithm("hmc", num_integration_steps=7)
+    assert algorithm_for(config) is jittered
+    assert algorithm_for(config._replace(step_size_jitter=0.0)) is plain and plain is not jittered

@@ -78,6 +78,9 @@ class MCMCConfig(NamedTuple):
         num_integration_steps: HMC leapfrog steps per transition (the thesis's L); for
             ``"chees"`` the initial trajectory length in steps of the initial step size.
         random_direction: HMC integrates forwards or backwards at random (thesis Algorithm 4).
+        step_size_jitter: ``"hmc"`` only: each transition's step size is scaled by ``1 + j u``,
+            ``u`` uniform in ``(-1, 1)``, so a fixed number of steps does not fix the trajectory
+            length (:func:`sigmabnn.mcmc.hmc.sampler`); 0 (the default) is no jitter.
         dense_mass: adapt a dense inverse mass matrix instead of a diagonal one.
         learn_noise: Gibbs-sample the noise precision of a Gaussian or Student-t likelihood;
             ``None`` follows ``bnn.likelihood.learn_precision`` (false for other likelihoods).
@@ -102,6 +105,7 @@ class MCMCConfig(NamedTuple):
     max_tree_depth: int = 10
     num_integration_steps: int = 32
     random_direction: bool = False
+    step_size_jitter: float = 0.0
     dense_mass: bool = False
     learn_noise: bool | None = None
     learn_prior: bool = False
@@ -241,6 +245,7 @@ def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
         max_tree_depth=config.max_tree_depth,
         num_integration_steps=config.num_integration_steps,
         random_direction=config.random_direction,
+        step_size_jitter=config.step_size_jitter,
         chees_centre=config.chees_centre,
     )
 
