@@ -260,3 +260,11 @@ def test_pieces_of_the_starts_merge_into_the_whole_run():
     assert sum(i.num_grad_evals for _, i in pieces) < info.num_grad_evals  # the pieces computed less
     with pytest.raises(ValueError, match="increasing indices"):
         pretrain_map(key, bnn, data, hyper, config, num_starts=5, starts=[3, 1])
+
+
+def test_take_skips_the_gather_when_every_row_is_kept():
+    from sigmabnn.map import _take
+
+    a = jnp.arange(12.0).reshape(4, 3)
+    assert _take(a, np.arange(4)) is a  # a first round with every start finite: no eager gather
+    np.testing.assert_array_equal(_take(a, np.array([1, 3])), np.asarray(a)[[1, 3]])

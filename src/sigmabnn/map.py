@@ -225,6 +225,12 @@ def draw_starts(rng_key: Array, bnn: BNN, hyper: Hyperparameters, num: int, init
     return compiler.jit(jax.vmap(one))(jax.random.split(rng_key, num))
 
 
+def _take(a: Array, index: np.ndarray) -> Array:
+    """Rows ``index`` (increasing int) of ``a``: ``a`` itself when they are all its rows, as in a first round
+    where every start is finite, so that round runs no eager gather (each would compile for its shapes)."""
+    return a if index.size == a.shape[0] else a[index]
+
+
 def epoch_permutation(rng_key: Array, step: Array, steps_per_epoch: int, n: int) -> Array:
     """Row order ``[n]`` (int) of the epoch that minibatch step ``step`` belongs to.
 
@@ -375,19 +381,20 @@ def pretrain_map(
         key = jax.random.fold_in(rng_key, attempt)
         key_draw, key_run = jax.random.split(key)
         if attempt == 0 and initial_positions is not None:
-            candidates = initial_positions[pending]
+            candidates = _take(initial_positions, pending)
         else:
-            candidates = draw_starts(key_draw, bnn, hyper, num_starts, config.init)[pending]
+            candidates = _take(draw_starts(key_draw, bnn, hyper, num_starts, config.init), pending)
         retries.update(dict.fromkeys(pending.tolist(), attempt))
-        ok_init = np.asarray(jnp.isfinite(logpost(candidates)))
+        ok_init = np.isfinite(np.asarray(logpost(candidates)))  # on the host: no eager isfinite to compile
         run_idx = pending[ok_init]
         steps_run = 0
         if run_idx.size:
-            keys = jax.random.split(key_run, num_starts)[run_idx]
-            result = run(keys, candidates[ok_init], num_chunks, patience)
+            keys = _take(jax.random.split(key_run, num_starts), run_idx)
+            result = run(keys, _take(candidates, np.flatnonzero(ok_init)), num_chunks, patience)
             steps_run = int(result.pop("steps_run"))
             num_grad_evals += steps_run * int(run_idx.size)
-            ok_end = np.asarray(jnp.isfinite(logpost(result["position"])))
+            ok_end = np.isfinite(np.asarray(logpost(result["position"])))
+            result = jax.device_get(result)  # per-start records are picked on the host
             for j, i in enumerate(run_idx.tolist()):
                 if ok_end[j]:
                     best[i] = {k: v[j] for k, v in result.items()}
@@ -396,7 +403,7 @@ def pretrain_map(
         attempt += 1
 
     best = [best[i] for i in index.tolist()]
-    positions = jnp.stack([b["position"] for b in best])
+    positions = jnp.asarray(np.stack([b["position"] for b in best]))
     polish_history = polished = None
     if config.lbfgs_steps > 0:
         polish = _build_polisher(bnn, data, hyper, config, val_data)
@@ -574,6 +581,7 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
     chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None)))
     track_all = compiler.jit(jax.vmap(track_one, in_axes=(0, 0, None, None)))
     init_all = compiler.jit(jax.vmap(init_one))
+    opt_init_all = compiler.jit(jax.vmap(optimizer.init))
     val_all = (
         None
         if val_data is None
@@ -582,7 +590,7 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
 
     def run(keys, starts, num_chunks, patience):
         positions = starts
-        opt_states = jax.vmap(optimizer.init)(positions)
+        opt_states = opt_init_all(positions)
         track, loss0 = init_all(positions)
         k = starts.shape[0]
         losses, monitors = [], [np.asarray(loss0)]

@@ -160,6 +160,36 @@ def test_find_reasonable_step_size_crosses_half():
         assert 0.83 / 2 <= float(eps) <= 0.83 * 2
 
 
+def _reasonable_reference(accept, eps0, threshold=0.5, max_iterations=100):
+    """Hoffman & Gelman (2014) Algorithm 4's doubling/halving, in plain Python."""
+    eps = eps0
+    direction = 1.0 if accept(eps) > threshold else -1.0
+    i = 0
+    while direction * (accept(eps) - threshold) > 0 and 1e-12 < eps < 1e7 and i < max_iterations:
+        eps *= 2.0**direction
+        i += 1
+    return eps
+
+
+@pytest.mark.parametrize("eps0", [1e-4, 0.3, 0.83, 1.0, 7.0, 1e3])
+def test_find_reasonable_step_size_matches_the_doubling_rule(eps0):
+    accept = lambda eps: float(np.exp(-(eps**2)))
+    got = float(A.find_reasonable_step_size(lambda e: jnp.exp(-(e**2)), jnp.float64(eps0)))
+    assert got == pytest.approx(_reasonable_reference(accept, eps0), rel=1e-12)
+
+
+def test_find_reasonable_step_size_traces_the_acceptance_once():
+    # the acceptance function holds a gradient in the samplers: one copy in the compiled program
+    calls = []
+
+    def accept(eps):
+        calls.append(eps)
+        return jnp.exp(-(eps**2))
+
+    jax.jit(lambda e: A.find_reasonable_step_size(accept, e)).lower(1.0)
+    assert len(calls) == 1
+
+
 def test_find_reasonable_step_size_inside_jit_and_vmap_with_nan():
     def accept(scale, eps):
         a = jnp.exp(-((eps / scale) ** 2))

@@ -280,18 +280,22 @@ def find_reasonable_step_size(
         a = jnp.where(jnp.isfinite(a), a, jnp.zeros_like(a))
         return jnp.log(jnp.clip(a, 0.0, 1.0))
 
-    direction = jnp.where(log_accept(eps0) > log_threshold, 1.0, -1.0).astype(dtype)
-
+    # One evaluation of acceptance_fn in the program (it holds a gradient): the loop's first pass
+    # (i = -1) evaluates it at eps0 and sets the direction; each later pass doubles or halves.
     def keep_going(carry):
-        eps, la, i = carry
+        eps, la, direction, i = carry
         crossing = direction * (la - log_threshold) > 0.0
         in_range = (eps > min_step_size) & (eps < max_step_size)
-        return crossing & in_range & (i < max_iterations)
+        return (i < 0) | (crossing & in_range & (i < max_iterations))
 
     def body(carry):
-        eps, _, i = carry
-        eps = eps * jnp.exp2(direction)
-        return eps, log_accept(eps), i + 1
+        eps, _, direction, i = carry
+        started = i >= 0
+        eps = jnp.where(started, eps * jnp.exp2(direction), eps)
+        la = log_accept(eps)
+        direction = jnp.where(started, direction, jnp.where(la > log_threshold, 1.0, -1.0).astype(dtype))
+        return eps, la, direction, i + 1
 
-    eps, _, _ = jax.lax.while_loop(keep_going, body, (eps0, log_accept(eps0), jnp.zeros((), jnp.int32)))
+    start = (eps0, jnp.zeros((), dtype), jnp.ones((), dtype), jnp.full((), -1, jnp.int32))
+    eps, _, _, _ = jax.lax.while_loop(keep_going, body, start)
     return jnp.clip(eps, min_step_size, max_step_size)
