@@ -18,16 +18,34 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sigmabnn"
 
 
 def test_level_parsing():
-    assert compiler._level(None) == compiler.DEFAULT_LEVEL
-    assert compiler._level("") == compiler.DEFAULT_LEVEL
-    assert compiler._level("1") == 1
-    assert compiler._level("3") == 3
-    with pytest.warns(UserWarning, match="SIGMABNN_XLA_OPT_LEVEL='7' is not 0, 1, 2 or 3"):
-        assert compiler._level("7") == compiler.DEFAULT_LEVEL
+    assert compiler._override(None) is None
+    assert compiler._override("") is None
+    assert compiler._override("1") == 1
+    assert compiler._override(" 3") == 3
+    with pytest.warns(UserWarning, match="SIGMABNN_XLA_OPT_LEVEL='7' is not 0, 1, 2 or 3; ignored"):
+        assert compiler._override("7") is None
 
 
 def test_default_options():
     assert compiler.COMPILER_OPTIONS == {"xla_backend_optimization_level": compiler.OPTIMIZATION_LEVEL}
+    assert compiler.PREDICTION_OPTIONS == {"xla_backend_optimization_level": compiler.PREDICTION_LEVEL}
+
+
+def test_jit_prediction_passes_its_own_options():
+    f = compiler.jit_prediction(lambda v: v + 1.0, compiler_options={"xla_no_such_option_sigmabnn": True})
+    with pytest.raises(Exception, match="xla_no_such_option_sigmabnn"):
+        f(jnp.ones(3))
+
+    @compiler.jit_prediction(static_argnums=1)
+    def scale(v, k):
+        return v * k
+
+    assert jnp.allclose(scale(jnp.arange(3.0), 4), 4.0 * jnp.arange(3.0))
+
+
+def test_the_prediction_engine_compiles_at_the_prediction_level():
+    engine = (SRC / "predict" / "engine.py").read_text() + (SRC / "predict" / "classes.py").read_text()
+    assert engine.count("compiler.jit_prediction(") == 4 and "compiler.jit(" not in engine
 
 
 def test_jit_as_call_decorator_and_partial():
@@ -79,7 +97,9 @@ def test_library_jits_only_through_compiler():
 )
 def test_environment_override(value, level, warned):
     env = {**os.environ, compiler.ENV_LEVEL: value}
-    code = "from sigmabnn import compiler; print(compiler.OPTIMIZATION_LEVEL)"
+    code = "from sigmabnn import compiler; print(compiler.OPTIMIZATION_LEVEL, compiler.PREDICTION_LEVEL)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert out.stdout.strip().splitlines()[-1] == str(level)
+    # a valid value sets both levels; an invalid one leaves each at its default
+    both = f"{level} {level}" if not warned else f"{level} {compiler.DEFAULT_PREDICTION_LEVEL}"
+    assert out.stdout.strip().splitlines()[-1] == both
     assert ("is not 0, 1, 2 or 3" in out.stderr) == warned

@@ -1,8 +1,8 @@
 """How sigmabnn compiles its own functions: XLA's CPU backend optimisation level.
 
 Choice, by measurement: XLA optimises CPU code at its highest level, 3, unless told
-otherwise. sigmabnn compiles every function it jits at level :data:`OPTIMIZATION_LEVEL`
-(1) instead. ``benchmarks/compile_level.py`` (``benchmarks/results/compile_level.md``)
+otherwise. sigmabnn compiles the functions it jits at level :data:`OPTIMIZATION_LEVEL`
+(1) instead, all but prediction's (below). ``benchmarks/compile_level.py`` (``benchmarks/results/compile_level.md``)
 times levels 1, 2 and 3 side by side, by the rule in its docstring: leapfrog loops of BNN
 gradients (small and large networks, 100 to 8,000 rows, float32 and float64) and the
 default fit of three tables of the defaults battery, compilation included. Levels 1 and 2
@@ -13,6 +13,15 @@ Levels differ in how LLVM orders and vectorises floating-point work, so draws un
 levels agree in distribution, not bit for bit. The environment variable
 ``SIGMABNN_XLA_OPT_LEVEL`` (``0`` to ``3``), read once at import, overrides the level,
 e.g. to compare levels; any other value is ignored with a warning.
+
+Prediction compiles at its own level, :data:`PREDICTION_LEVEL` (3), through :func:`jit_prediction`:
+``benchmarks/predict_level.py`` (``benchmarks/results/predict_level.md``) times ``predict`` of
+1,000-network models at levels 1, 2 and 3 side by side; its rule takes the level with the lowest
+summed time of the batched calls. Level 3 ran the small network's batched calls fastest; on the
+large network the levels were within a few percent of each other. A prediction function is
+compiled once per model and batch shape and then called for every batch of a scan, so its run
+time, not its compile time, is what counts.
+``SIGMABNN_XLA_OPT_LEVEL`` overrides both levels.
 
 Functions JAX compiles on its own (eager ``jnp`` operations outside sigmabnn's jitted
 functions) keep JAX's defaults.
@@ -28,27 +37,41 @@ from typing import Any
 
 import jax
 
-__all__ = ["COMPILER_OPTIONS", "ENV_LEVEL", "OPTIMIZATION_LEVEL", "jit"]
+__all__ = [
+    "COMPILER_OPTIONS",
+    "ENV_LEVEL",
+    "OPTIMIZATION_LEVEL",
+    "PREDICTION_LEVEL",
+    "PREDICTION_OPTIONS",
+    "jit",
+    "jit_prediction",
+]
 
 ENV_LEVEL = "SIGMABNN_XLA_OPT_LEVEL"
-"""Environment variable that overrides :data:`OPTIMIZATION_LEVEL` (``0`` to ``3``)."""
+"""Environment variable that overrides :data:`OPTIMIZATION_LEVEL` and :data:`PREDICTION_LEVEL` (``0`` to ``3``)."""
 DEFAULT_LEVEL = 1
+DEFAULT_PREDICTION_LEVEL = 3
 
 
-def _level(value: str | None) -> int:
-    """The optimisation level from ``value`` (the environment's), :data:`DEFAULT_LEVEL` when unset or invalid."""
-    if value is None or value == "":
-        return DEFAULT_LEVEL
+def _override(value: str | None) -> int | None:
+    """The level ``value`` (the environment's) names, ``None`` when unset; an invalid value warns and is ignored."""
+    if value is None or value.strip() == "":
+        return None
     if value.strip() in ("0", "1", "2", "3"):
         return int(value)
-    warnings.warn(f"{ENV_LEVEL}={value!r} is not 0, 1, 2 or 3; using {DEFAULT_LEVEL}", stacklevel=2)
-    return DEFAULT_LEVEL
+    warnings.warn(f"{ENV_LEVEL}={value!r} is not 0, 1, 2 or 3; ignored (the default levels apply)", stacklevel=2)
+    return None
 
 
-OPTIMIZATION_LEVEL = _level(os.environ.get(ENV_LEVEL))
+_OVERRIDE = _override(os.environ.get(ENV_LEVEL))
+OPTIMIZATION_LEVEL = DEFAULT_LEVEL if _OVERRIDE is None else _OVERRIDE
 """XLA backend optimisation level of sigmabnn's compiled functions (see the module docstring)."""
 COMPILER_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": OPTIMIZATION_LEVEL}
 """The options every :func:`jit` passes to XLA."""
+PREDICTION_LEVEL = DEFAULT_PREDICTION_LEVEL if _OVERRIDE is None else _OVERRIDE
+"""XLA backend optimisation level of the prediction engine's functions (see the module docstring)."""
+PREDICTION_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": PREDICTION_LEVEL}
+"""The options every :func:`jit_prediction` passes to XLA."""
 
 
 def jit(fun: Callable | None = None, /, **kwargs: Any) -> Any:
@@ -61,3 +84,12 @@ def jit(fun: Callable | None = None, /, **kwargs: Any) -> Any:
         return functools.partial(jit, **kwargs)
     options = {**COMPILER_OPTIONS, **(kwargs.pop("compiler_options", None) or {})}
     return jax.jit(fun, compiler_options=options, **kwargs)
+
+
+def jit_prediction(fun: Callable | None = None, /, **kwargs: Any) -> Any:
+    """:func:`jit` with :data:`PREDICTION_OPTIONS`: the prediction engine's functions (batched forward
+    passes and their reductions, compiled once and called for every batch)."""
+    if fun is None:
+        return functools.partial(jit_prediction, **kwargs)
+    options = {**PREDICTION_OPTIONS, **(kwargs.pop("compiler_options", None) or {})}
+    return jit(fun, compiler_options=options, **kwargs)

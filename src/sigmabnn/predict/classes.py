@@ -111,7 +111,7 @@ def _moments_fn(bnn: BNN, num_networks: int):
         (sp, sh), _ = jax.lax.scan(group, init, (params, index))
         return sp / num_networks, sh / num_networks
 
-    return compiler.jit(fn)
+    return compiler.jit_prediction(fn)
 
 
 @functools.lru_cache(maxsize=32)
@@ -125,7 +125,7 @@ def _per_network_fn(bnn: BNN, num_networks: int):
         _, p = jax.lax.scan(group, None, params)
         return p.reshape((-1,) + p.shape[2:])[:num_networks]
 
-    return compiler.jit(fn)
+    return compiler.jit_prediction(fn)
 
 
 def _prepared(fitted: FittedModel, x_raw: Any, calibrated: bool) -> tuple[np.ndarray, Any, jnp.ndarray]:

@@ -261,7 +261,7 @@ def _chunk_body(bnn: BNN, num_networks: int, request: Request) -> Callable:
 def chunk_function(bnn: BNN, num_networks: int, request: Request) -> Callable:
     """The jitted chunk function of :func:`_chunk_body` returning a plain dict (cached per
     configuration); :func:`run` uses its packed form, :func:`packed_chunk_function`."""
-    return compiler.jit(_chunk_body(bnn, num_networks, request))
+    return compiler.jit_prediction(_chunk_body(bnn, num_networks, request))
 
 
 class PackedChunkFunction:
@@ -278,7 +278,7 @@ class PackedChunkFunction:
     def __init__(self, run: Callable) -> None:
         self._run = run
         self._layout: tuple[Any, list[tuple[int, ...]]] | None = None
-        self.jitted = compiler.jit(self._packed)
+        self.jitted = compiler.jit_prediction(self._packed)
 
     def _packed(self, model, z, noise_std, key, start, y_log, y_model):
         out = self._run(model, z, noise_std, key, start, y_log, y_model)
