@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, markdown_table, meta_lines, run_metadata, write  # noqa: E402
 
 LEVELS = (1, 2, 3)
 ROUNDS = 3
@@ -133,10 +133,10 @@ def markdown(meta: dict[str, Any], medians: list[dict[str, Any]], pick: dict[str
     return "".join([
         "# XLA optimisation level of the prediction engine\n\n",
         "Written by `benchmarks/predict_level.py` (its docstring has the protocol and the rule); do not edit.\n\n",
-        f"Run {meta['date']} to {meta['date_end']}, {meta['machine']}, jax {meta['jax']}; load average (1/5/15 min) "
-        f"{meta['load_average_1_5_15_at_start']} at the start, {meta['load_average_1_5_15_at_end']} at the end.\n\n",
-        f"**Chosen: level {pick['level']}.** Summed median seconds of the batched calls (batch >= {BATCHED:,}), "
-        f"per round of calls of every batched cell: {totals}.\n\n",
+        meta_lines(meta),
+        "\n",
+        f"**Chosen: level {pick['level']}.** Summed median time per call of the batched cells (batch >= {BATCHED:,}), "
+        f"over those cells: {totals}.\n\n",
         f"## Calls (1,000 networks; medians over {ROUNDS} rounds, a fresh process per level and round)\n\n",
         markdown_table(medians, COLUMNS),
     ])  # fmt: skip
