@@ -94,13 +94,59 @@ class BNN:
         return self.prior.log_prob(params, hyper.weight_precision, hyper.bias_precision)
 
     def log_likelihood(self, position: Array, hyper: Hyperparameters, data: Data) -> Array:
-        f = self.apply(self.unflatten(position), data.x)
-        y = data.y if data.y.ndim == 2 or self.likelihood.name == "categorical" else data.y[:, None]
-        return self.likelihood.log_prob(f, y, hyper.noise_precision, data.noise_std)
+        """``log p(y | f(x; theta), h)`` summed over the rows (scalar); in blocks of :meth:`row_block` rows
+        from :data:`LIKELIHOOD_MIN_BLOCKS` blocks' worth of rows on, else in one pass."""
+        block, n = self.row_block(), int(data.x.shape[0])
+        return blocked_log_likelihood(self, position, hyper, data, block if n >= LIKELIHOOD_MIN_BLOCKS * block else n)
+
+    def row_block(self) -> int:
+        """Rows per block of :meth:`log_likelihood`: :data:`LIKELIHOOD_BLOCK_BYTES` over the dtype's size."""
+        return LIKELIHOOD_BLOCK_BYTES // self.jdtype.itemsize
 
     def log_posterior(self, position: Array, hyper: Hyperparameters, data: Data) -> Array:
         """Unnormalised log-posterior (scalar) = -V of eq. (4.24)."""
         return self.log_prior(position, hyper) + self.log_likelihood(position, hyper, data)
+
+
+#: Rows per block of the log-likelihood times the dtype's size: 8,192 rows in float32, 4,096 in float64.
+#: Summed in blocks (a ``lax.scan``, each block under ``jax.checkpoint``), a gradient's working set is one
+#: block's activations, which stays in the cache whatever the rows; the price is a second forward pass
+#: per block. Not varied inside the samplers' loops (``benchmarks/row_blocks.py`` keeps it fixed).
+LIKELIHOOD_BLOCK_BYTES = 32768
+#: The fewest blocks' worth of rows a table needs before :meth:`BNN.log_likelihood` sums in blocks. Chosen
+#: by ``benchmarks/row_blocks.py`` (``results/row_blocks.md``): leapfrog loops of the samplers' gradient,
+#: where below this many rows the second forward pass cost more than the cache saved.
+LIKELIHOOD_MIN_BLOCKS = 4
+
+
+def blocked_log_likelihood(bnn: BNN, position: Array, hyper: Hyperparameters, data: Data, block: int) -> Array:
+    """``bnn``'s log-likelihood of ``data`` (scalar), the rows summed in blocks of ``block``.
+
+    Every likelihood is a sum of per-row terms, so the blocks' sums add up to the whole's (up to
+    rounding). With ``n <= block`` rows it is one evaluation; otherwise a ``lax.scan`` over the
+    ``n // block`` full blocks, each block's term under ``jax.checkpoint`` (its gradient recomputes the
+    block's forward pass instead of keeping every block's activations), plus the remaining rows.
+    """
+    params = bnn.unflatten(position)
+    y = data.y if data.y.ndim == 2 or bnn.likelihood.name == "categorical" else data.y[:, None]
+
+    def term(rows: tuple[Array, Array, Array | None]) -> Array:
+        x, yb, noise_std = rows
+        return bnn.likelihood.log_prob(bnn.apply(params, x), yb, hyper.noise_precision, noise_std)
+
+    rows = (data.x, y, data.noise_std)
+    n = int(data.x.shape[0])
+    full = n // block
+    if n <= block:
+        return term(rows)
+    head = jax.tree_util.tree_map(lambda a: a[: full * block].reshape((full, block) + a.shape[1:]), rows)
+    checkpointed = jax.checkpoint(term)
+    first = jax.tree_util.tree_map(lambda a: a[0], head)
+    zero = jnp.zeros((), jax.eval_shape(term, first).dtype)
+    total, _ = jax.lax.scan(lambda acc, r: (acc + checkpointed(r), None), zero, head)
+    if n > full * block:
+        total = total + term(jax.tree_util.tree_map(lambda a: a[full * block :], rows))
+    return total
 
 
 def make_logdensity(bnn: BNN, data: Data) -> Callable[[Array, Hyperparameters], Array]:
