@@ -89,7 +89,5 @@ def jit(fun: Callable | None = None, /, **kwargs: Any) -> Any:
 def jit_prediction(fun: Callable | None = None, /, **kwargs: Any) -> Any:
     """:func:`jit` with :data:`PREDICTION_OPTIONS`: the prediction engine's functions (batched forward
     passes and their reductions, compiled once and called for every batch)."""
-    if fun is None:
-        return functools.partial(jit_prediction, **kwargs)
     options = {**PREDICTION_OPTIONS, **(kwargs.pop("compiler_options", None) or {})}
     return jit(fun, compiler_options=options, **kwargs)
