@@ -1,23 +1,28 @@
 """From how many rows the log-likelihood pays to be summed in blocks, inside the samplers' leapfrog loops.
 
 ``sigmabnn.model.posterior`` can sum the log-likelihood over blocks of ``LIKELIHOOD_BLOCK_BYTES /
-itemsize`` rows (a ``lax.scan``, each block under ``jax.checkpoint``): a gradient's working set is
-then one block's, at the price of a second forward pass per block. ``BNN.log_likelihood`` does so
-from ``LIKELIHOOD_MIN_BLOCKS`` blocks' worth of rows on. This script measures where that pays, in
-the context the samplers run the gradient in: a jitted ``fori_loop`` of :data:`STEPS` leapfrog
-steps, :data:`CHAINS` chains vmapped (each with its own hyperparameters, as the Gibbs steps give
-them), of a ``10-20-20-1`` tanh BNN on standard-normal rows, compiled with
-``sigmabnn.compiler.jit``. (Timed as standalone gradient calls, the one pass looks far worse than
+itemsize`` rows (a ``lax.scan``): a gradient's working set is then one block's. Over the training
+rows (concrete arrays) each block's value and gradient come from one forward and one backward pass
+(a ``jax.custom_vjp``). ``BNN.log_likelihood`` sums in blocks from ``LIKELIHOOD_MIN_BLOCKS`` blocks'
+worth of rows on. This script measures where that pays, in the context the samplers run the gradient
+in: a jitted ``fori_loop`` of :data:`STEPS` leapfrog steps, :data:`CHAINS` chains vmapped (each with
+its own hyperparameters, as the Gibbs steps give them), of a ``10-20-20-1`` tanh BNN on
+standard-normal rows, compiled with ``sigmabnn.compiler.jit``. Like the samplers (whose
+Hamiltonian needs it), the loop uses the log-density's value as well as its gradient: a loop that
+dropped the value let XLA drop its forward pass, and so flattered any variant that computes the
+value in a pass of its own. (Timed as standalone gradient calls, the one pass looks far worse than
 inside the loops, which reuse its buffers.)
 
-Cells: float32 and float64, rows = :data:`MULTIPLES` x the dtype's block rows. Per cell: the one
-pass and the blocks, interleaved, :data:`ROUNDS` rounds of :data:`CALLS` calls; the median of the
+Cells: float32 and float64, rows = :data:`MULTIPLES` x the dtype's block rows. Per cell, interleaved,
+:data:`ROUNDS` rounds of :data:`CALLS` calls of: the one pass; the blocks (the library's path); and,
+for reference only, the blocks as they are summed when the rows are traced (an argument of the
+jitted loop: each block under ``jax.checkpoint``, so its forward pass runs twice). The median of the
 rounds' medians, in nanoseconds per row and gradient.
 
 Rule (stated before the run): ``min_blocks`` is the smallest multiple ``m`` of :data:`MULTIPLES`
 such that in both dtypes, at ``m`` and every larger multiple, the blocks take at most
-:data:`GAIN` of the one pass's time; no such ``m``: never block (``None``). The load average is recorded at
-start and end.
+:data:`GAIN` of the one pass's time; no such ``m``: never block (``None``). The reference variant
+takes no part in it. The load average is recorded at start and end.
 
 Usage::
 
@@ -40,12 +45,14 @@ from _results import RESULTS_DIR, finish_metadata, markdown_table, meta_lines, r
 ARCH = "10-20-20-1"
 CHAINS = 8
 STEPS = 20
-MULTIPLES = (1.5, 2, 3, 4, 6, 11)
+MULTIPLES = (1.25, 1.5, 2, 3, 4, 6, 11)
 DTYPES = ("float32", "float64")
 ROUNDS = 3
 CALLS = 3
 #: The blocks must take at most this fraction of the one pass's time.
 GAIN = 0.95
+#: The variant recorded for reference: the rows traced, each block's forward pass run twice.
+REFERENCE = "blocks, rows traced"
 
 
 def cell(dtype: str, multiple: float) -> list[dict[str, Any]]:
@@ -70,33 +77,38 @@ def cell(dtype: str, multiple: float) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     data = Data(jnp.asarray(rng.normal(size=(rows, 10)), dtype), jnp.asarray(rng.normal(size=rows), dtype))
 
-    def loop(b: int):
-        value_and_grad = jax.value_and_grad(
-            lambda p, h: bnn.log_prior(p, h) + blocked_log_likelihood(bnn, p, h, data, b)
-        )
+    def loop(b: int, traced: bool = False):
+        def log_density(p, h, d):
+            return bnn.log_prior(p, h) + blocked_log_likelihood(bnn, p, h, d, b)
 
-        def one(p, h):
+        value_and_grad = jax.value_and_grad(log_density)
+
+        def one(p, h, d):
             def body(_, s):
-                q, m, g = s
-                m = m + 0.0005 * g
-                q = q + 0.001 * m
-                g = value_and_grad(q, h)[1]
-                return q, m + 0.0005 * g, g
+                q, m, g, total = s
+                m = m + 0.00005 * g
+                q = q + 0.0001 * m
+                value, g = value_and_grad(q, h, d)
+                return q, m + 0.00005 * g, g, total + value
 
-            return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), value_and_grad(p, h)[1]))[0]
+            value, g = value_and_grad(p, h, d)
+            return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), g, value))
 
-        return compiler.jit(jax.vmap(one))
+        if traced:
+            return compiler.jit(jax.vmap(one, in_axes=(0, 0, None)))
+        return compiler.jit(jax.vmap(lambda p, h: one(p, h, data)))
 
-    fns = {"one pass": loop(rows), "blocks": loop(block)}
-    for fn in fns.values():
-        jax.block_until_ready(fn(positions, hypers))
+    fns = {"one pass": loop(rows), "blocks": loop(block), REFERENCE: loop(block, traced=True)}
+    args = {name: (positions, hypers, data) if name == REFERENCE else (positions, hypers) for name in fns}
+    for name, fn in fns.items():
+        jax.block_until_ready(fn(*args[name]))
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(ROUNDS):
         for name, fn in fns.items():
             calls = []
             for _ in range(CALLS):
                 t0 = time.perf_counter()
-                jax.block_until_ready(fn(positions, hypers))
+                jax.block_until_ready(fn(*args[name]))
                 calls.append(time.perf_counter() - t0)
             times[name].append(statistics.median(calls))
     return [{"dtype": dtype, "multiple": multiple, "rows": rows, "block": block, "variant": name,
@@ -133,7 +145,7 @@ def markdown(meta: dict[str, Any], records: list[dict[str, Any]], pick: dict[str
         "Written by `benchmarks/row_blocks.py` (its docstring has the protocol and the rule); do not edit.\n\n",
         meta_lines(meta),
         f"\nLeapfrog loops of {STEPS} steps, `{ARCH}` tanh, {CHAINS} chains vmapped; medians over {ROUNDS} rounds "
-        f"of {CALLS} calls, the two variants interleaved.\n\n",
+        f"of {CALLS} calls, the variants interleaved; `{REFERENCE}` is for reference only.\n\n",
         f"**Chosen: blocks from {pick['min_blocks']} blocks' worth of rows on** (the smallest multiple from "
         f"which the blocks take at most {GAIN:g} of the one pass's time in both dtypes).\n\n",
         markdown_table(pick["ratios"], RATIO_COLUMNS),

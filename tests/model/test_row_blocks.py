@@ -58,6 +58,55 @@ def test_blocks_give_the_one_pass_value_and_gradient(name, block):
     np.testing.assert_allclose(jax.grad(blocked)(p), jax.grad(whole)(p), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["gaussian", "student_t"])
+def test_blocks_give_the_one_pass_value_and_gradient_in_the_hyperparameters(name):
+    bnn, data, p, hyper = _problem(name)
+    whole = jax.value_and_grad(lambda q, h: blocked_log_likelihood(bnn, q, h, data, N), argnums=(0, 1))(p, hyper)
+    blocked = jax.value_and_grad(lambda q, h: blocked_log_likelihood(bnn, q, h, data, 8), argnums=(0, 1))(p, hyper)
+    assert float(blocked[0]) == pytest.approx(float(whole[0]), rel=1e-12)
+    for got, want in zip(jax.tree_util.tree_leaves(blocked[1]), jax.tree_util.tree_leaves(whole[1]), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert float(whole[1][1].noise_precision) != 0.0  # the noise precision's gradient is a real one
+
+
+def test_traced_rows_give_the_one_pass_gradient_in_the_position_and_the_rows():
+    bnn, data, p, hyper = _problem("student_t")
+
+    def grads(block):
+        fn = lambda q, d: blocked_log_likelihood(bnn, q, hyper, d, block)  # noqa: E731 - rows traced under jit
+        return jax.jit(jax.grad(fn, argnums=(0, 1)))(p, data)
+
+    got, want = grads(8), grads(N)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[1].x, want[1].x, rtol=1e-10, atol=1e-12)
+    assert np.abs(np.asarray(want[1].x)).max() > 0
+
+
+def _count_tanh(fn, *args) -> int:
+    """``tanh`` equations in the jaxpr of ``value_and_grad(fn)``, sub-jaxprs (scan bodies) included."""
+
+    def walk(jaxpr) -> int:
+        count = 0
+        for eqn in jaxpr.eqns:
+            count += eqn.primitive.name == "tanh"
+            for value in eqn.params.values():
+                for sub in value if isinstance(value, (list, tuple)) else [value]:
+                    inner = getattr(sub, "jaxpr", sub)
+                    count += walk(inner) if hasattr(inner, "eqns") else 0
+        return count
+
+    return walk(jax.make_jaxpr(jax.value_and_grad(fn))(*args).jaxpr)
+
+
+def test_concrete_rows_run_each_blocks_forward_pass_once():
+    bnn, data, p, hyper = _problem("gaussian")  # one hidden layer: one tanh per forward pass
+    # concrete rows: the scan body's forward pass and the remainder's, nothing recomputed
+    assert _count_tanh(lambda q: blocked_log_likelihood(bnn, q, hyper, data, 8), p) == 2
+    # traced rows: the value's scan, the recomputing scan of the gradient and the remainder's pass
+    assert _count_tanh(lambda q, d: blocked_log_likelihood(bnn, q, hyper, d, 8), p, data) > 2
+    assert _count_tanh(lambda q: blocked_log_likelihood(bnn, q, hyper, data, N), p) == 1
+
+
 def test_blocks_under_jit_and_vmap_of_chains():
     bnn, data, p, hyper = _problem("gaussian")
     positions = jnp.stack([p, 0.5 * p, -p])

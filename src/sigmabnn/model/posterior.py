@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -109,13 +109,13 @@ class BNN:
 
 
 #: Rows per block of the log-likelihood times the dtype's size: 8,192 rows in float32, 4,096 in float64.
-#: Summed in blocks (a ``lax.scan``, each block under ``jax.checkpoint``), a gradient's working set is one
-#: block's activations, which stays in the cache whatever the rows; the price is a second forward pass
-#: per block. Not varied inside the samplers' loops (``benchmarks/row_blocks.py`` keeps it fixed).
+#: Summed in blocks (:func:`blocked_log_likelihood`), a gradient's working set is one block's activations,
+#: which stays in the cache whatever the rows. Not varied inside the samplers' loops
+#: (``benchmarks/row_blocks.py`` keeps it fixed).
 LIKELIHOOD_BLOCK_BYTES = 32768
 #: The fewest blocks' worth of rows a table needs before :meth:`BNN.log_likelihood` sums in blocks. Chosen
-#: by ``benchmarks/row_blocks.py`` (``results/row_blocks.md``): leapfrog loops of the samplers' gradient,
-#: where below this many rows the second forward pass cost more than the cache saved.
+#: by ``benchmarks/row_blocks.py`` (``results/row_blocks.md``): leapfrog loops of the samplers' value and
+#: gradient, where below this many rows the one pass was about as fast.
 LIKELIHOOD_MIN_BLOCKS = 4
 
 
@@ -124,29 +124,80 @@ def blocked_log_likelihood(bnn: BNN, position: Array, hyper: Hyperparameters, da
 
     Every likelihood is a sum of per-row terms, so the blocks' sums add up to the whole's (up to
     rounding). With ``n <= block`` rows it is one evaluation; otherwise a ``lax.scan`` over the
-    ``n // block`` full blocks, each block's term under ``jax.checkpoint`` (its gradient recomputes the
-    block's forward pass instead of keeping every block's activations), plus the remaining rows.
+    ``n // block`` full blocks plus the remaining rows, so a gradient's working set is one block's
+    activations. How the gradient is formed depends on whether the data are traced:
+
+    - concrete data (the samplers' case: the training rows closed over by the log-density): each
+      block's value and gradient come from one forward and one backward pass, summed in the scan
+      (a ``jax.custom_vjp``, :func:`_fused_blocks`). The value is not computed a second time, which
+      the samplers would otherwise pay: they use the value too (the Hamiltonian's energy).
+      Forward-mode differentiation (``jax.jvp``) is not defined on this path.
+    - traced data (an argument of a jitted or vmapped function): each block's term under
+      ``jax.checkpoint`` (its gradient recomputes the block's forward pass), so every derivative,
+      the data's included, is JAX's own.
     """
-    params = bnn.unflatten(position)
+    traced = any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves(data))
     y = data.y if data.y.ndim == 2 or bnn.likelihood.name == "categorical" else data.y[:, None]
-
-    def term(rows: tuple[Array, Array, Array | None]) -> Array:
-        x, yb, noise_std = rows
-        return bnn.likelihood.log_prob(bnn.apply(params, x), yb, hyper.noise_precision, noise_std)
-
     rows = (data.x, y, data.noise_std)
     n = int(data.x.shape[0])
-    full = n // block
     if n <= block:
-        return term(rows)
+        return _block_term(bnn, position, hyper, rows)
+    full = n // block
     head = jax.tree_util.tree_map(lambda a: a[: full * block].reshape((full, block) + a.shape[1:]), rows)
-    checkpointed = jax.checkpoint(term)
+    tail = jax.tree_util.tree_map(lambda a: a[full * block :], rows) if n > full * block else None
+    if traced:
+        return _checkpointed_blocks(bnn, position, hyper, head, tail)
+    return _fused_blocks(bnn, head, tail)(position, hyper)
+
+
+Rows = tuple[Array, Array, Array | None]
+
+
+def _block_term(bnn: BNN, position: Array, hyper: Hyperparameters, rows: Rows) -> Array:
+    """The log-likelihood (scalar) of one block of rows ``(x, y [m, t] or labels, noise_std)``."""
+    x, y, noise_std = rows
+    return bnn.likelihood.log_prob(bnn.apply(bnn.unflatten(position), x), y, hyper.noise_precision, noise_std)
+
+
+def _scan_sum(fn: Callable[[Rows], Any], zero: Any, head: Rows, tail: Rows | None) -> Any:
+    """``fn`` summed (leaf by leaf) over the full blocks ``head`` (a ``lax.scan``) and the remainder ``tail``."""
+    add = lambda a, b: jax.tree_util.tree_map(jnp.add, a, b)  # noqa: E731
+    total, _ = jax.lax.scan(lambda acc, r: (add(acc, fn(r)), None), zero, head)
+    return total if tail is None else add(total, fn(tail))
+
+
+def _checkpointed_blocks(bnn: BNN, position: Array, hyper: Hyperparameters, head: Rows, tail: Rows | None) -> Array:
+    term = jax.checkpoint(lambda r: _block_term(bnn, position, hyper, r))
     first = jax.tree_util.tree_map(lambda a: a[0], head)
     zero = jnp.zeros((), jax.eval_shape(term, first).dtype)
-    total, _ = jax.lax.scan(lambda acc, r: (acc + checkpointed(r), None), zero, head)
-    if n > full * block:
-        total = total + term(jax.tree_util.tree_map(lambda a: a[full * block :], rows))
-    return total
+    return _scan_sum(term, zero, head, tail)
+
+
+def _fused_blocks(bnn: BNN, head: Rows, tail: Rows | None) -> Callable[[Array, Hyperparameters], Array]:
+    """``(position, hyper) -> log-likelihood`` over concrete rows, its gradient formed block by block.
+
+    Under differentiation the forward rule scans ``value_and_grad`` of each block's term (with
+    respect to the position and the hyperparameters) and keeps the summed gradient as the residual;
+    the backward rule scales it by the cotangent. The rows are constants here, so no derivative with
+    respect to them can be asked for.
+    """
+    value_and_grad = jax.value_and_grad(lambda p, h, r: _block_term(bnn, p, h, r), argnums=(0, 1))
+
+    def primal(position: Array, hyper: Hyperparameters) -> Array:
+        zero = jnp.zeros((), position.dtype)
+        return _scan_sum(lambda r: _block_term(bnn, position, hyper, r), zero, head, tail)
+
+    def forward(position: Array, hyper: Hyperparameters) -> tuple[Array, Any]:
+        zero = (jnp.zeros((), position.dtype), jax.tree_util.tree_map(jnp.zeros_like, (position, hyper)))
+        value, grads = _scan_sum(lambda r: value_and_grad(position, hyper, r), zero, head, tail)
+        return value, grads
+
+    def backward(grads: Any, cotangent: Array) -> Any:
+        return jax.tree_util.tree_map(lambda g: cotangent * g, grads)
+
+    fused = jax.custom_vjp(primal)
+    fused.defvjp(forward, backward)
+    return fused
 
 
 def make_logdensity(bnn: BNN, data: Data) -> Callable[[Array, Hyperparameters], Array]:
