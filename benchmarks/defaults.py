@@ -1310,6 +1310,7 @@ def render_scaling(records: Sequence[dict[str, Any]]) -> str:
             row["time_ratio"] = r["seconds"] / prev["seconds"]
             row["rows_ratio"] = r["n_train"] / prev["n_train"]
             row["rss_ratio"] = r["peak_rss_mb"] / prev["peak_rss_mb"]
+        row["load"] = f"{r.get('load_average_start', '-')}/{r.get('load_average_end', '-')}"
         rows.append(row)
         prev = r
     cols = [
@@ -1323,14 +1324,36 @@ def render_scaling(records: Sequence[dict[str, Any]]) -> str:
         ("peak_rss_mb", "peak RSS MB", ".0f"),
         ("rss_ratio", "RSS x", ".2f"),
         ("rmse", "RMSE", ".4g"),
+        ("load", "load start/end", ""),
         ("status_text", "status", ""),
     ]
     return (
         "## Scaling in rows (goal: cost linear in rows up to 10^5, memory bounded)\n\n"
         "The library's default on Friedman #1 with 10 inputs (`--phase scaling`). Time x and RSS x: the ratio to "
-        "the row above (linear cost: time x equal to rows x or below; bounded memory: RSS x well below rows x).\n\n"
+        "the row above (linear cost: time x equal to rows x or below; bounded memory: RSS x at most "
+        f"{SCALING_RSS_RATIO:g} for rows x 10). Load: the 1-minute load average at the cell's start and end.\n\n"
         + markdown_table(rows, cols)
         + "\n"
+        + scaling_verdict(rows)
+    )
+
+
+#: Bounded memory in the scaling section: peak RSS grows by at most this factor from one row count to the next.
+SCALING_RSS_RATIO = 2.0
+
+
+def scaling_verdict(rows: Sequence[dict[str, Any]]) -> str:
+    """One line: the linear-cost and bounded-memory goals, met or missed, from the scaling rows' ratios."""
+    steps = [r for r in rows if "time_ratio" in r]
+    if len(steps) != len(rows) - 1 or not steps:
+        return "\nNot every row count finished: the goals are not checkable.\n"
+    linear = all(r["time_ratio"] <= r["rows_ratio"] for r in steps)
+    bounded = all(r["rss_ratio"] <= SCALING_RSS_RATIO for r in steps)
+    times = ", ".join(f"{r['time_ratio']:.2f}" for r in steps)
+    rss = ", ".join(f"{r['rss_ratio']:.2f}" for r in steps)
+    return (
+        f"\n**Linear cost: {'met' if linear else 'missed'}** (time x {times} for rows x 10). "
+        f"**Bounded memory: {'met' if bounded else 'missed'}** (RSS x {rss}).\n\n"
     )
 
 

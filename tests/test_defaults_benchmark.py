@@ -460,3 +460,17 @@ def test_scaling_section(bench):
     assert "| scaling10d-10000 | sigmabnn | 10000 | 100.0 | 10.00 | 10 | 10.00 | 510 | 1.02 |" in md
     assert "timed out after 1200 s" in md
     assert "Scaling in rows" in bench.render_test({"records": recs, "runs": []})
+    assert "the goals are not checkable" in md  # the 10^5-row fit timed out
+
+
+@pytest.mark.parametrize(
+    ("seconds", "rss", "linear", "bounded"),
+    [((10, 90, 900), (500, 600, 700), "met", "met"), ((10, 90, 1001), (500, 600, 1300), "missed", "missed")],
+)
+def test_scaling_verdict(bench, seconds, rss, linear, bounded):
+    recs = [
+        rec(f"scaling10d-{n}", "sigmabnn", phase="scaling", n_train=n, seconds=s, peak_rss_mb=m)
+        for n, s, m in zip((1000, 10000, 100000), seconds, rss, strict=True)
+    ]
+    md = bench.render_scaling(recs)
+    assert f"**Linear cost: {linear}**" in md and f"**Bounded memory: {bounded}**" in md
