@@ -134,3 +134,30 @@ def test_the_method_blocks_from_the_chosen_number_of_blocks_on():
         data = Data(jnp.zeros((n, 3)), jnp.zeros(n))
         text = jax.jit(jax.grad(lambda q, d=data: bnn.log_likelihood(q, hyper, d))).lower(p).as_text()
         assert ("while" in text) == loops, n
+
+
+def test_outputs_in_blocks_from_the_threshold_equal_the_one_pass():
+    from sigmabnn.model.posterior import LIKELIHOOD_MIN_BLOCKS
+
+    bnn, _, p, _ = _problem("gaussian")
+    threshold = LIKELIHOOD_MIN_BLOCKS * bnn.row_block()
+    params = bnn.unflatten(p)
+    for n, loops in ((threshold - 1, False), (threshold, True), (threshold + 5, True)):
+        x = jnp.asarray(np.random.default_rng(n).normal(size=(n, 3)))
+        np.testing.assert_allclose(bnn.outputs(p, x), bnn.apply(params, x), rtol=1e-12, atol=1e-12)
+        assert bnn.outputs(p, x).shape == (n, 1)
+        text = jax.jit(bnn.outputs).lower(p, x).as_text()
+        assert ("while" in text) == loops, n
+
+
+def test_gibbs_residuals_use_the_blocked_outputs():
+    from sigmabnn.model.posterior import LIKELIHOOD_MIN_BLOCKS
+    from sigmabnn.train.gibbs import residuals
+
+    bnn, _, p, _ = _problem("gaussian")
+    n = LIKELIHOOD_MIN_BLOCKS * bnn.row_block() + 3
+    rng = np.random.default_rng(2)
+    data = Data(jnp.asarray(rng.normal(size=(n, 3))), jnp.asarray(rng.normal(size=n)))
+    r = residuals(bnn, data, p)
+    np.testing.assert_allclose(r, data.y[:, None] - bnn.apply(bnn.unflatten(p), data.x), rtol=1e-12, atol=1e-12)
+    assert "while" in jax.jit(lambda q: residuals(bnn, data, q)).lower(p).as_text()

@@ -89,6 +89,23 @@ class BNN:
         """Raw network output ``[n, output_dim]``."""
         return forward(self.mlp, params, x)
 
+    def outputs(self, position: Array, x: Array) -> Array:
+        """Raw network outputs ``[n, output_dim]`` at ``position`` ``[num_params]`` for inputs ``x`` ``[n, input_dim]``.
+
+        From :data:`LIKELIHOOD_MIN_BLOCKS` blocks' worth of rows on, the rows go through the network
+        in blocks of :meth:`row_block` rows (a ``lax.map``), so the working set is one block's
+        activations, as in :meth:`log_likelihood`; below, in one pass. The outputs are the same.
+        """
+        params = self.unflatten(position)
+        block, n = self.row_block(), int(x.shape[0])
+        if n < LIKELIHOOD_MIN_BLOCKS * block:
+            return self.apply(params, x)
+        full = n // block
+        head = x[: full * block].reshape((full, block) + x.shape[1:])
+        out = jax.lax.map(lambda rows: self.apply(params, rows), head)
+        out = out.reshape((full * block,) + out.shape[2:])
+        return out if n == full * block else jnp.concatenate([out, self.apply(params, x[full * block :])])
+
     def log_prior(self, position: Array, hyper: Hyperparameters) -> Array:
         params = self.unflatten(position)
         return self.prior.log_prob(params, hyper.weight_precision, hyper.bias_precision)

@@ -101,7 +101,7 @@ def _check(hyperprior: HyperPrior) -> None:
 
 def residuals(bnn: BNN, data: Data, position: Array) -> Array:
     """``y - f(x; theta)`` ``[n, t]`` at ``position`` (target units of the model space)."""
-    f = bnn.apply(bnn.unflatten(position), data.x)
+    f = bnn.outputs(position, data.x)
     y = data.y if data.y.ndim == 2 else data.y[:, None]
     return y - f
 
