@@ -97,14 +97,14 @@ class BNN:
         activations, as in :meth:`log_likelihood`; below, in one pass. The outputs are the same.
         """
         params = self.unflatten(position)
-        block, n = self.row_block(), int(x.shape[0])
-        if n < LIKELIHOOD_MIN_BLOCKS * block:
+        n = int(x.shape[0])
+        block = self.block_rows(n)
+        if block >= n:
             return self.apply(params, x)
-        full = n // block
-        head = x[: full * block].reshape((full, block) + x.shape[1:])
+        head, tail = _split_blocks(x, block)
         out = jax.lax.map(lambda rows: self.apply(params, rows), head)
-        out = out.reshape((full * block,) + out.shape[2:])
-        return out if n == full * block else jnp.concatenate([out, self.apply(params, x[full * block :])])
+        out = out.reshape((-1,) + out.shape[2:])
+        return out if tail is None else jnp.concatenate([out, self.apply(params, tail)])
 
     def log_prior(self, position: Array, hyper: Hyperparameters) -> Array:
         params = self.unflatten(position)
@@ -113,8 +113,13 @@ class BNN:
     def log_likelihood(self, position: Array, hyper: Hyperparameters, data: Data) -> Array:
         """``log p(y | f(x; theta), h)`` summed over the rows (scalar); in blocks of :meth:`row_block` rows
         from :data:`LIKELIHOOD_MIN_BLOCKS` blocks' worth of rows on, else in one pass."""
-        block, n = self.row_block(), int(data.x.shape[0])
-        return blocked_log_likelihood(self, position, hyper, data, block if n >= LIKELIHOOD_MIN_BLOCKS * block else n)
+        return blocked_log_likelihood(self, position, hyper, data, self.block_rows(int(data.x.shape[0])))
+
+    def block_rows(self, n: int) -> int:
+        """Rows per block for ``n`` rows: :meth:`row_block` from :data:`LIKELIHOOD_MIN_BLOCKS` blocks' worth
+        of rows on, else ``n`` (one pass)."""
+        block = self.row_block()
+        return block if n >= LIKELIHOOD_MIN_BLOCKS * block else n
 
     def row_block(self) -> int:
         """Rows per block of :meth:`log_likelihood`: :data:`LIKELIHOOD_BLOCK_BYTES` over the dtype's size."""
@@ -159,15 +164,29 @@ def blocked_log_likelihood(bnn: BNN, position: Array, hyper: Hyperparameters, da
     n = int(data.x.shape[0])
     if n <= block:
         return _block_term(bnn, position, hyper, rows)
-    full = n // block
-    head = jax.tree_util.tree_map(lambda a: a[: full * block].reshape((full, block) + a.shape[1:]), rows)
-    tail = jax.tree_util.tree_map(lambda a: a[full * block :], rows) if n > full * block else None
+    head, tail = _split_blocks(rows, block)
     if traced:
         return _checkpointed_blocks(bnn, position, hyper, head, tail)
     return _fused_blocks(bnn, head, tail)(position, hyper)
 
 
 Rows = tuple[Array, Array, Array | None]
+
+
+def _split_blocks(tree: Any, block: int) -> tuple[Any, Any]:
+    """``(head, tail)`` of a pytree of arrays with ``n`` leading rows: ``head`` the ``n // block`` full
+    blocks (leading ``[n // block, block]``), ``tail`` the remaining rows (``None`` when there are none)."""
+    n = int(jax.tree_util.tree_leaves(tree)[0].shape[0])
+    full = n // block
+    head = jax.tree_util.tree_map(lambda a: a[: full * block].reshape((full, block) + a.shape[1:]), tree)
+    tail = jax.tree_util.tree_map(lambda a: a[full * block :], tree) if n > full * block else None
+    return head, tail
+
+
+def _zero_term(bnn: BNN, position: Array, hyper: Hyperparameters, head: Rows) -> Array:
+    """A zero of the dtype of a block's log-likelihood (the sums' starting value)."""
+    first = jax.tree_util.tree_map(lambda a: a[0], head)
+    return jnp.zeros((), jax.eval_shape(lambda r: _block_term(bnn, position, hyper, r), first).dtype)
 
 
 def _block_term(bnn: BNN, position: Array, hyper: Hyperparameters, rows: Rows) -> Array:
@@ -185,9 +204,7 @@ def _scan_sum(fn: Callable[[Rows], Any], zero: Any, head: Rows, tail: Rows | Non
 
 def _checkpointed_blocks(bnn: BNN, position: Array, hyper: Hyperparameters, head: Rows, tail: Rows | None) -> Array:
     term = jax.checkpoint(lambda r: _block_term(bnn, position, hyper, r))
-    first = jax.tree_util.tree_map(lambda a: a[0], head)
-    zero = jnp.zeros((), jax.eval_shape(term, first).dtype)
-    return _scan_sum(term, zero, head, tail)
+    return _scan_sum(term, _zero_term(bnn, position, hyper, head), head, tail)
 
 
 def _fused_blocks(bnn: BNN, head: Rows, tail: Rows | None) -> Callable[[Array, Hyperparameters], Array]:
@@ -201,11 +218,11 @@ def _fused_blocks(bnn: BNN, head: Rows, tail: Rows | None) -> Callable[[Array, H
     value_and_grad = jax.value_and_grad(lambda p, h, r: _block_term(bnn, p, h, r), argnums=(0, 1))
 
     def primal(position: Array, hyper: Hyperparameters) -> Array:
-        zero = jnp.zeros((), position.dtype)
+        zero = _zero_term(bnn, position, hyper, head)
         return _scan_sum(lambda r: _block_term(bnn, position, hyper, r), zero, head, tail)
 
     def forward(position: Array, hyper: Hyperparameters) -> tuple[Array, Any]:
-        zero = (jnp.zeros((), position.dtype), jax.tree_util.tree_map(jnp.zeros_like, (position, hyper)))
+        zero = (_zero_term(bnn, position, hyper, head), jax.tree_util.tree_map(jnp.zeros_like, (position, hyper)))
         value, grads = _scan_sum(lambda r: value_and_grad(position, hyper, r), zero, head, tail)
         return value, grads
 
