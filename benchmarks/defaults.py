@@ -1056,10 +1056,14 @@ def _rows(recs: dict[str, dict[str, Any]], order: Sequence[str]) -> list[dict[st
 
 
 def _table_heading(table: str, recs: dict[str, dict[str, Any]], score: str) -> str:
-    any_rec = next(iter(recs.values()))
+    """The table's row and input counts, from its first record that has them (a timed-out cell has none)."""
+
+    def count(key: str) -> Any:
+        return next((r[key] for r in recs.values() if r.get(key) is not None), "?")
+
     return (
-        f"### {table}\n\n{any_rec.get('n_train', '?')} training rows, {any_rec.get('num_features', '?')} input(s), "
-        f"{any_rec.get('n_score', '?')} {score} rows.\n\n"
+        f"### {table}\n\n{count('n_train')} training rows, {count('num_features')} input(s), "
+        f"{count('n_score')} {score} rows.\n\n"
     )
 
 

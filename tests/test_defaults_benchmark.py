@@ -474,3 +474,11 @@ def test_scaling_verdict(bench, seconds, rss, linear, bounded):
     ]
     md = bench.render_scaling(recs)
     assert f"**Linear cost: {linear}**" in md and f"**Bounded memory: {bounded}**" in md
+
+
+def test_table_heading_counts_come_from_a_record_that_has_them(bench):
+    """A table whose first record timed out (no counts) still shows its rows and inputs."""
+    timed_out = {"table": "t", "sampler": "previous-default", "status": "timeout", "seconds": 480.0}
+    recs = {"previous-default": timed_out, "sigmabnn": rec("t", "sigmabnn", n_train=270, n_score=2000)}
+    assert "270 training rows, 3 input(s), 2000 test rows." in bench._table_heading("t", recs, "test")
+    assert "? training rows, ? input(s), ? test rows." in bench._table_heading("t", {"x": timed_out}, "test")
