@@ -482,3 +482,16 @@ def test_table_heading_counts_come_from_a_record_that_has_them(bench):
     recs = {"previous-default": timed_out, "sigmabnn": rec("t", "sigmabnn", n_train=270, n_score=2000)}
     assert "270 training rows, 3 input(s), 2000 test rows." in bench._table_heading("t", recs, "test")
     assert "? training rows, ? input(s), ? test rows." in bench._table_heading("t", {"x": timed_out}, "test")
+
+
+def test_the_readme_quotes_the_committed_training_times(bench):
+    """The README's training times are those ``defaults.json`` holds (a rerun that changes them must update it)."""
+    data = json.loads((_REPO / "benchmarks" / "results" / "defaults.json").read_text())
+    recs = [r for r in data["records"] if r.get("phase") == "test" and r.get("sampler") == "sigmabnn"]
+    small = [r["seconds"] for r in recs if r.get("status") == "ok" and int(r["n_train"]) <= 2000]
+    large = [r["seconds"] for r in recs if r.get("status") == "ok" and int(r["n_train"]) > 2000]
+    scaling = [r for r in data["records"] if r.get("phase") == "scaling" and r.get("n_train") == 100000]
+    readme = " ".join((_REPO / "README.md").read_text().split())
+    assert f"a median of {np.median(small):.0f} s on the tables up to 2,000 rows (at most {max(small):.0f} s)" in readme
+    assert f"{np.median(large):.0f} s on those of 7,000 to 20,000 rows (at most {max(large):.0f} s" in readme
+    assert len(scaling) == 1 and f"; {scaling[0]['seconds']:.0f} s on a synthetic table of 10^5 rows" in readme
