@@ -309,3 +309,10 @@ def test_process_bad_argument_exit_code(tmp_path: Path) -> None:
 
 def test_baseline_feature_must_be_an_input(capsys, tmp_path: Path) -> None:
     assert_train_fails(capsys, tmp_path, table(), ["--baseline", "nope"], "'nope'", "not an input")
+
+
+def test_semicolon_separated_csv_is_named_as_such(capsys, tmp_path: Path) -> None:
+    """A European spreadsheet's ``.csv`` (``;``-separated): one line saying so, not "column 'y' not found"."""
+    data = tmp_path / "semi.csv"
+    data.write_text("a;b;y\n" + "\n".join(f"{i};{2 * i};{3 * i}" for i in range(30)) + "\n")
+    assert_train_fails(capsys, tmp_path, data, [], "its header is separated by ';', not ','", "semi.csv")

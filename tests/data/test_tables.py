@@ -219,3 +219,20 @@ def test_repeated_column_names_are_rejected_wherever_a_table_enters(tmp_path):
     # a header that only looks like pandas' renaming of a repeat is fine: the names differ
     (tmp_path / "ok.csv").write_text("a,a.1,y\n1,2,3\n")
     assert list(read_table(tmp_path / "ok.csv").columns) == ["a", "a.1", "y"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "found"), [("t.csv", "a;b;y\n1;2;3\n", ";"), ("t.tsv", "a,b,y\n1,2,3\n", ",")]
+)
+def test_a_header_separated_otherwise_than_the_extension_says_is_named(tmp_path, name, text, found):
+    """A semicolon .csv (a spreadsheet export) would read as one column ``a;b;y``: the error says why, in both
+    readers; a genuine one-column table is read as it is."""
+    from sigmabnn.data.tables import read_table, read_table_chunks
+
+    (tmp_path / name).write_text(text)
+    with pytest.raises(DataError, match=f"reads as one column, .*separated by {found!r}"):
+        read_table(tmp_path / name)
+    with pytest.raises(DataError, match=f"reads as one column, .*separated by {found!r}"):
+        list(read_table_chunks(tmp_path / name))
+    (tmp_path / "one.csv").write_text("y\n1\n2\n")
+    assert list(read_table(tmp_path / "one.csv").columns) == ["y"]

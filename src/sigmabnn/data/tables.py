@@ -95,6 +95,22 @@ def _table_format(p: Path) -> tuple[str, str | None]:
     raise InputError(f"unknown table format {kind} of {p}: use .csv, .csv.gz, .tsv or .parquet")
 
 
+def _check_header(p: Path, names: Sequence[Any], sep: str | None) -> None:
+    """The header as written: no repeated name, and not one column whose name holds another separator.
+
+    A ``.csv`` written with semicolons (a common spreadsheet export) reads as one column named
+    ``a;b;y``; the error says so instead of a later "column not found".
+    """
+    check_unique_columns(names, f"the header of {p}")
+    if len(names) == 1 and sep is not None:
+        other = next((s for s in (";", "\t", "|", ",") if s != sep and s in str(names[0])), None)
+        if other is not None:
+            raise DataError(
+                f"data file {p} reads as one column, {str(names[0])!r}: its header is separated by {other!r}, "
+                f"not {sep!r} (.csv files are read comma-separated, .tsv tab-separated)"
+            )
+
+
 def _read_error(p: Path, err: BaseException) -> DataError:
     if isinstance(err, pd.errors.EmptyDataError):
         return DataError(f"data file is empty: {p}")
@@ -121,7 +137,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             df = pd.read_csv(p, sep=sep, engine=engine, comment=None)
             # pandas renames a repeated header name (a, a -> a, a.1): check the header as written
             header = pd.read_csv(p, sep=sep, engine=engine, comment=None, header=None, nrows=1, dtype=str)
-            check_unique_columns(header.iloc[0].tolist(), f"the header of {p}")
+            _check_header(p, header.iloc[0].tolist(), sep)
     except (InputError, DataError):
         raise
     except Exception as err:
@@ -409,7 +425,7 @@ def read_table_chunks(path: str | os.PathLike[str], rows: int = 100_000) -> Iter
         else:
             engine = "python" if sep is None else "c"
             header = pd.read_csv(p, sep=sep, engine=engine, comment=None, header=None, nrows=1, dtype=str)
-            check_unique_columns(header.iloc[0].tolist(), f"the header of {p}")
+            _check_header(p, header.iloc[0].tolist(), sep)
             chunks = pd.read_csv(p, sep=sep, engine=engine, comment=None, chunksize=rows)
         for chunk in chunks:
             chunk.index = pd.RangeIndex(start, start + len(chunk))
