@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from sigmabnn.api import fit
 from sigmabnn.calibration import Calibration, fit_scale
 from sigmabnn.cli.main import main
 from sigmabnn.data.transforms import Standardizer, TargetTransform
@@ -430,3 +431,22 @@ def test_cli_train_says_whether_the_intervals_were_recalibrated(tmp_path, capsys
         main(argv)
     assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
     assert not (tmp_path / "c.model").exists()
+
+
+def test_recalibrating_on_the_training_rows_is_refused(tmp_path, capsys):
+    """The model's own training rows (its fingerprint) would give a too-narrow map: one line, exit 2, no model."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (40, 2))
+    df = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": x[:, 0] - x[:, 1] + 0.1 * rng.normal(size=40)})
+    fitted, _ = fit(df, "y", method="mh", num_chains=1, num_warmup=20, num_samples=20, split=(1.0, 0.0, 0.0))
+    with pytest.raises(DataError, match="the model's own training rows"):
+        recalibrate(fitted, df[["a", "b"]], df["y"].to_numpy())
+    fixed = recalibrate(fitted, df[["a", "b"]].iloc[::-1], df["y"].to_numpy()[::-1])  # other order: not the same
+    assert fixed.calibration.n == 40
+    data, model = tmp_path / "t.csv", tmp_path / "m.model"
+    df.to_csv(data, index=False)
+    save_model(fitted, model)
+    capsys.readouterr()  # the fit's progress lines
+    assert main(["recalibrate", str(model), str(data), "--out", str(tmp_path / "r.model")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "own training rows" in err[0] and not (tmp_path / "r.model").exists()

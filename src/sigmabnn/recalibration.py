@@ -202,6 +202,18 @@ def loo_subset(n: int, max_rows: int, seed: int = 0) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=max_rows, replace=False))
 
 
+def _are_training_rows(fitted: FittedModel, x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether features ``x`` ``[n, p]`` and targets ``y`` are exactly the rows ``fitted`` trained on, in
+    order (their fingerprint is the model's; ``False`` when the model records none)."""
+    from sigmabnn.data.tables import fingerprint
+
+    y = np.asarray(y, dtype=np.float64)
+    yy = y.reshape(len(x)) if fitted.target_dim == 1 and y.size == len(x) else y
+    return bool(fitted.data_fingerprint) and (
+        fingerprint(x, yy, fitted.feature_names, fitted.target_name) == fitted.data_fingerprint
+    )
+
+
 def loo_pit_values(
     fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int = 65536, max_rows: int | None = None
 ) -> LooPIT:
@@ -227,15 +239,12 @@ def loo_pit_values(
         DataError: the rows are not the model's training rows (when the model records the
             fingerprint of its training data), bad values.
     """
-    from sigmabnn.data.tables import fingerprint
-
     _check_model(fitted)
     _check_mcmc(fitted)
     x = feature_matrix_for(fitted, x_raw)
     y = np.asarray(y_raw, dtype=np.float64)
     if fitted.data_fingerprint:
-        yy = y.reshape(len(x)) if fitted.target_dim == 1 and y.size == len(x) else y
-        if fingerprint(x, yy, fitted.feature_names, fitted.target_name) != fitted.data_fingerprint:
+        if not _are_training_rows(fitted, x, y):
             raise DataError(
                 f"these {len(x)} rows are not the model's training rows (their fingerprint differs from the "
                 "model's); leave-one-out PIT needs exactly the rows it was trained on, in order"
@@ -353,6 +362,12 @@ def recalibrate(
         x, yy, name = _rows(fitted, data, y, split, split_column)
         if len(x) == 0 and rows == "loo+heldout":
             raise DataError(f"no held-out rows ({name}) to recalibrate on")
+        if len(x) and _are_training_rows(fitted, feature_matrix_for(fitted, x), yy):
+            raise DataError(
+                f"the {len(x)} rows given to recalibrate on are the model's own training rows: a map fitted "
+                "on them would make the intervals too narrow; give held-out rows (or, for an MCMC model, the "
+                "training rows' leave-one-out PIT: rows 'loo')"
+            )
         parts.append(pit_values(fitted, x, yy, chunk_size=chunk_size) if len(x) else np.zeros((0, fitted.target_dim)))
         names.append(name)
         info["heldout_rows"] = int(len(x))

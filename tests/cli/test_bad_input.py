@@ -269,7 +269,7 @@ def test_foreign_model_file(capsys, tmp_path: Path) -> None:
 
 def test_evaluate_without_target_column(capsys, tmp_path: Path, model: Path) -> None:
     data = write(table().drop(columns="y"), tmp_path / "x.csv")
-    assert_one_line_error(capsys, ["evaluate", str(model), str(data)], "'y'")
+    assert_one_line_error(capsys, ["evaluate", str(model), str(data)], "target column 'y' not found")
 
 
 def test_demo_unknown_function(capsys, tmp_path: Path) -> None:

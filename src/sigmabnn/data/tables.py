@@ -236,13 +236,14 @@ def _numeric_column(df: pd.DataFrame, name: str, role: str) -> np.ndarray:
     return s.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def feature_matrix(df: pd.DataFrame, feature_names: Sequence[str]) -> np.ndarray:
+def feature_matrix(df: pd.DataFrame, feature_names: Sequence[str], role: str = "feature") -> np.ndarray:
     """``[n, p]`` float64 matrix of the named numeric columns (missing values stay NaN).
 
-    Raises :class:`DataError` for an absent or non-numeric column, or a repeated column name.
+    Raises :class:`DataError` for an absent or non-numeric column (named with its ``role``, e.g.
+    ``"target"``), or a repeated column name.
     """
     check_unique_columns(df.columns, "the table")
-    cols = [_numeric_column(df, _check_column(df, name, "feature"), "feature") for name in feature_names]
+    cols = [_numeric_column(df, _check_column(df, name, role), role) for name in feature_names]
     if not cols:
         return np.zeros((len(df), 0), np.float64)
     return np.stack(cols, axis=1)

@@ -53,7 +53,7 @@ def targets_for(fitted: FittedModel, y_raw: Any, n: int) -> np.ndarray:
     a Series, or a DataFrame holding the target column. Raises :class:`DataError` for a wrong
     count or width, missing or non-finite values, or non-positive values of a log target."""
     if isinstance(y_raw, pd.DataFrame):
-        y = feature_matrix(y_raw, [fitted.target_name])
+        y = feature_matrix(y_raw, [fitted.target_name], role="target")
     elif isinstance(y_raw, pd.Series):
         y = y_raw.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
