@@ -105,3 +105,12 @@ def test_acquire_epig_is_reproducible_by_seed(model_dir, candidates, tmp_path):
     pd.testing.assert_frame_equal(outs[0], outs[1])
     expected = select(fitted, candidates.iloc[:100_000], 6, criterion="epig", seed=2)
     assert outs[0]["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()
+
+
+def test_fewer_candidates_than_asked_writes_them_all_with_a_note(model_dir, candidates, tmp_path, capsys):
+    path, _ = model_dir
+    cand, out = tmp_path / "few.csv", tmp_path / "chosen.csv"
+    candidates.head(3).to_csv(cand, index=False)
+    assert main(["acquire", str(path), str(cand), "--n", "5", "-o", str(out)]) == 0
+    assert sorted(pd.read_csv(out)["point_id"]) == [0, 7, 14]
+    assert "note: only 3 candidate rows for --n 5: all 3 are written" in capsys.readouterr().err

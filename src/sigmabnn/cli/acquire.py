@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sigmabnn.cli import common
 from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
@@ -54,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     chosen = select(fitted, chunks, args.n, criterion=args.criterion, batch=args.batch, pool_size=args.pool_size,
                     seed=args.seed, features=args.features)  # fmt: skip
     rows = chosen.rows.reset_index(drop=True)
+    if len(rows) < args.n:
+        print(
+            f"sigmabnn acquire: note: only {chosen.num_candidates} candidate rows for --n {args.n}: "
+            f"all {len(rows)} are written",
+            file=sys.stderr,
+        )
     if out is not None and out.suffix.lower() in (".parquet", ".pq"):
         atomic_write(out, lambda f: rows.to_parquet(f, index=False))
     else:
