@@ -187,7 +187,7 @@ def predict_job(settings: dict[str, Any], workers: int, work: Path) -> dict[str,
         raise SystemExit("the predict job needs a model of the train-all job: run that first")
     data = points_data_set(settings, work)
     levels = (0.68, 0.95)
-    columns = functools.partial(output_frame, levels=levels, with_inputs=False)
+    columns = functools.partial(output_frame, with_inputs=False)
     out = work / f"predictions-{workers}"
     shutil.rmtree(out, ignore_errors=True)
     record = _on_cluster(workers, lambda c: predict_scan(c, models[0], data, out, columns=columns, levels=levels))

@@ -81,6 +81,9 @@ def test_the_predictive_is_the_mean_of_the_networks_probabilities(ensemble_on_bl
     np.testing.assert_allclose(pred.probabilities, p.mean(axis=0), rtol=1e-12)
     h = -np.sum(p * np.log(p), axis=-1)
     np.testing.assert_allclose(pred.expected_entropy, h.mean(axis=0), rtol=1e-9, atol=1e-14)
+    frame = pred.to_frame(index=df.index)  # the columns sigmabnn predict writes
+    assert list(frame.columns)[-4:] == ["predicted", "entropy", "expected_entropy", "mutual_information"]
+    np.testing.assert_array_equal(frame[[c for c in frame.columns if c.startswith("prob_")]], pred.probabilities)
 
 
 def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path, ensemble_on_blobs):

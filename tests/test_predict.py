@@ -330,3 +330,19 @@ def test_streamed_moments_keep_a_small_spread_on_a_large_offset():
     np.testing.assert_allclose(p.mean, mu.mean(0), rtol=1e-14)
     np.testing.assert_allclose(p.epistemic_std, mu.std(0), rtol=1e-6)
     np.testing.assert_allclose(p.aleatoric_std, np.sqrt(var.mean(0)), rtol=1e-12)
+
+
+def test_prediction_columns_and_frame_name_every_summary_in_the_cli_order():
+    """``Prediction.to_frame``: the columns ``sigmabnn predict`` writes, the values those of the arrays."""
+    import pandas as pd
+
+    f = make_fitted(log10=True)
+    x = np.random.default_rng(1).normal(size=(6, 2))
+    p = predict(f, x, levels=(0.9, 0.5))
+    frame = p.to_frame(index=pd.RangeIndex(10, 16))
+    names = ["mean", "std", "epistemic_std", "aleatoric_std", "lower_0.9", "upper_0.9", "lower_0.5", "upper_0.5"]
+    assert list(frame.columns) == names + [f"log10_{n}" for n in names]
+    assert list(frame.index) == list(range(10, 16))
+    np.testing.assert_array_equal(frame["upper_0.5"], p.upper[0.5][:, 0])
+    np.testing.assert_array_equal(frame["log10_std"], p.log_space.std[:, 0])
+    assert list(p.columns()) == names + [f"log10_{n}" for n in names]

@@ -207,11 +207,6 @@ def output_dir(path: str | os.PathLike[str], what: str = "output directory") -> 
 # ---------------------------------------------------------------- formatting
 
 
-def level_label(value: float) -> str:
-    """Column suffix of an interval level: ``0.68 -> "0.68"``, ``0.95 -> "0.95"``."""
-    return f"{value:g}"
-
-
 def format_seconds(seconds: float) -> str:
     """``75.3 -> "1 min 15 s"``, ``4.21 -> "4.2 s"``."""
     if seconds < 60:

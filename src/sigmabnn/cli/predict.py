@@ -65,29 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     dask_options.add_arguments(p, "the prediction of every partition of DATA")
 
 
-def prediction_columns(pred: Any, levels: tuple[float, ...], domain: bool = True) -> dict[str, Any]:
-    """Output columns, in order, from a :class:`sigmabnn.predict.Prediction` (``domain``: with
-    ``in_domain`` and ``domain_distance`` when the prediction has them)."""
-    import numpy as np
-
-    cols: dict[str, Any] = {
-        "mean": np.asarray(pred.mean),
-        "std": np.asarray(pred.std),
-        "epistemic_std": np.asarray(pred.epistemic_std),
-        "aleatoric_std": np.asarray(pred.aleatoric_std),
-    }
-    for lv in levels:
-        cols[f"lower_{common.level_label(lv)}"] = np.asarray(pred.lower[lv])
-        cols[f"upper_{common.level_label(lv)}"] = np.asarray(pred.upper[lv])
-    log = getattr(pred, "log_space", None)
-    if log is not None:
-        cols.update({f"log10_{name}": value for name, value in prediction_columns(log, levels, False).items()})
-    if domain and getattr(pred, "in_domain", None) is not None:
-        cols["in_domain"] = np.asarray(pred.in_domain)
-        cols["domain_distance"] = np.asarray(pred.domain_distance)
-    return {k: np.reshape(v, (np.shape(v)[0], -1))[:, 0] if np.ndim(v) > 1 else v for k, v in cols.items()}
-
-
 def domain_warning(pred: Any) -> str | None:
     """One warning line counting the rows outside the training domain, or ``None`` if there are none."""
     inside = getattr(pred, "in_domain", None)
@@ -112,13 +89,11 @@ def write_csv(frame: Any, out: Any) -> None:
         atomic_write_text(out, text)
 
 
-def output_frame(table: Any, pred: Any, levels: tuple[float, ...], with_inputs: bool) -> Any:
-    """The output table: :func:`prediction_columns`, after the rows of ``table`` with ``with_inputs``."""
+def output_frame(table: Any, pred: Any, with_inputs: bool) -> Any:
+    """The output table: the prediction's columns (``pred.to_frame()``), after ``table``'s with ``with_inputs``."""
     import pandas as pd
 
-    # a classifier's ClassPrediction names its columns (prob_<class>, predicted and the entropies)
-    columns = pred.columns() if callable(getattr(pred, "columns", None)) else prediction_columns(pred, levels)
-    frame = pd.DataFrame(columns)
+    frame = pred.to_frame()  # Prediction.columns, or a classifier's prob_<class>, predicted and entropies
     if with_inputs:
         frame = pd.concat([table.reset_index(drop=True), frame], axis=1)
     return frame
@@ -136,7 +111,7 @@ def _run_dask(args: argparse.Namespace, levels: tuple[float, ...]) -> int:
         raise InputError("with --dask, -o is the output directory of a Parquet data set, not stdout")
     load_model(args.model)  # bad input fails before a cluster starts
     partitions(args.data)
-    columns = functools.partial(output_frame, levels=levels, with_inputs=args.with_inputs)
+    columns = functools.partial(output_frame, with_inputs=args.with_inputs)
     with dask_options.client_for(args) as client:
         result = predict_scan(
             client,
@@ -174,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    write_csv(output_frame(table, pred, levels, args.with_inputs), out)
+    write_csv(output_frame(table, pred, args.with_inputs), out)
     warning = domain_warning(pred)
     if warning:
         print(warning, file=sys.stderr)

@@ -83,6 +83,12 @@ class ClassPrediction(NamedTuple):
             "mutual_information": self.mutual_information,
         }
 
+    def to_frame(self, index: Any = None) -> Any:
+        """:meth:`columns` as a pandas DataFrame (``index``: e.g. the input table's index)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns(), index=index)
+
 
 def _log_probs(bnn: BNN, layers: Any, z: Array, inv_temperature: Array) -> Array:
     """``log p_t`` ``[G, c, K]`` float64 of a group of networks at ``z`` ``[c, p]``."""

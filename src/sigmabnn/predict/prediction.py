@@ -66,6 +66,40 @@ class Prediction(NamedTuple):
     domain_distance: np.ndarray | None = None
     in_domain: np.ndarray | None = None
 
+    def columns(self, domain: bool = True) -> dict[str, np.ndarray]:
+        """The per-row columns ``sigmabnn predict`` writes, in order, as ``[n]`` arrays of the first target.
+
+        ``mean``, ``std``, ``epistemic_std``, ``aleatoric_std``, then ``lower_<level>`` and
+        ``upper_<level>`` per level (the level as ``%g``: ``lower_0.68``); for a log target the same
+        of ``log10 y``, prefixed ``log10_``; then ``in_domain`` and ``domain_distance`` when the
+        prediction has them (and ``domain``).
+        """
+        cols: dict[str, Any] = {
+            "mean": self.mean, "std": self.std, "epistemic_std": self.epistemic_std,
+            "aleatoric_std": self.aleatoric_std,
+        }  # fmt: skip
+        for level in self.levels:
+            cols[f"lower_{level:g}"] = self.lower[level]
+            cols[f"upper_{level:g}"] = self.upper[level]
+        if self.log_space is not None:
+            cols.update({f"log10_{name}": value for name, value in self.log_space.columns(domain=False).items()})
+        if domain and self.in_domain is not None:
+            cols["in_domain"] = self.in_domain
+            cols["domain_distance"] = self.domain_distance
+        return {k: _first_column(v) for k, v in cols.items()}
+
+    def to_frame(self, index: Any = None) -> Any:
+        """:meth:`columns` as a pandas DataFrame (``index``: e.g. the input table's index)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns(), index=index)
+
+
+def _first_column(values: Any) -> np.ndarray:
+    """``[n]`` of ``[n]`` or the first column of ``[n, t]``."""
+    a = np.asarray(values)
+    return a.reshape(a.shape[0], -1)[:, 0] if a.ndim > 1 else a
+
 
 def predict(
     fitted: FittedModel,
