@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from sigmabnn.calibration import Calibration
 from sigmabnn.data.transforms import Standardizer, TargetTransform
 from sigmabnn.draws import PosteriorDraws
 from sigmabnn.errors import DataError, InputError
@@ -334,8 +335,6 @@ def test_streamed_moments_keep_a_small_spread_on_a_large_offset():
 
 def test_prediction_columns_and_frame_name_every_summary_in_the_cli_order():
     """``Prediction.to_frame``: the columns ``sigmabnn predict`` writes, the values those of the arrays."""
-    import pandas as pd
-
     f = make_fitted(log10=True)
     x = np.random.default_rng(1).normal(size=(6, 2))
     p = predict(f, x, levels=(0.9, 0.5))
@@ -346,3 +345,15 @@ def test_prediction_columns_and_frame_name_every_summary_in_the_cli_order():
     np.testing.assert_array_equal(frame["upper_0.5"], p.upper[0.5][:, 0])
     np.testing.assert_array_equal(frame["log10_std"], p.log_space.std[:, 0])
     assert list(p.columns()) == names + [f"log10_{n}" for n in names]
+
+
+def test_a_fitted_models_repr_is_one_short_line():
+    """Printing a model in a notebook names it; it does not dump the draws."""
+    f = make_fitted(log10=True, chains=3, draws=7)
+    text = repr(f)
+    assert text == (
+        "FittedModel(target='y' (log10), features=['x0', 'x1'], method='nuts', draws=3x7, network=2-5-1 gaussian "
+        f"{f.bnn.dtype})"
+    )
+    calibrated = dataclasses.replace(f, calibration=Calibration(np.linspace(0.01, 0.99, 30), "val"))
+    assert repr(calibrated).endswith(", calibrated on 30 rows (val))") and "\n" not in repr(calibrated)

@@ -88,6 +88,23 @@ class FittedModel:
     def num_features(self) -> int:
         return len(self.feature_names)
 
+    def __repr__(self) -> str:
+        """One line naming what the model is, not its arrays (the dataclass default printed every draw)."""
+        widths = "-".join(str(w) for w in self.bnn.mlp.widths)
+        d = self.draws
+        parts = [
+            f"target={self.target_name!r}{' (log10)' if self.log_target else ''}",
+            f"features={list(self.feature_names)!r}",
+            f"method={self.method!r}",
+            f"draws={d.num_chains}x{d.num_draws}",
+            f"network={widths} {self.bnn.likelihood.name} {self.bnn.dtype}",
+        ]
+        if self.classes is not None:
+            parts.append(f"classes={list(self.classes.labels)!r}")
+        if self.calibration is not None:
+            parts.append(f"calibrated on {self.calibration.n} rows ({self.calibration.split})")
+        return f"FittedModel({', '.join(parts)})"
+
     @property
     def num_networks(self) -> int:
         """Sampled networks in total (chains x draws)."""
