@@ -495,3 +495,34 @@ def test_the_readme_quotes_the_committed_training_times(bench):
     assert f"a median of {np.median(small):.0f} s on the tables up to 2,000 rows (at most {max(small):.0f} s)" in readme
     assert f"{np.median(large):.0f} s on those of 7,000 to 20,000 rows (at most {max(large):.0f} s" in readme
     assert len(scaling) == 1 and f"; {scaling[0]['seconds']:.0f} s on a synthetic table of 10^5 rows" in readme
+
+
+@pytest.mark.parametrize("n", [1, 90, 216, 256, 257, 270, 409, 512, 513, 900, 1024, 1025, 5000, 10**5])
+def test_budget_settings_at_the_librarys_budget_are_its_rule(bench, n):
+    from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth, chees_num_warmup
+
+    expected = {"max_tree_depth": chees_max_tree_depth(n), "num_warmup": chees_num_warmup(n)}
+    assert bench.budget_settings(CHEES_ROW_STEP_BUDGET, n) == expected
+
+
+def test_budget_candidates_double_the_rows_of_each_cap(bench):
+    import pandas as pd
+
+    name = "chees-within-8x125-rows-w-sauto-b18-f32-auto"
+    assert bench.fit_kwargs(name, 6, 270, False) == {
+        **{k: v for k, v in bench.ENTRIES[name].items() if k not in ("row_step_budget", "split")},
+        "max_tree_depth": 9,
+        "num_warmup": 600,
+    }
+    assert bench.budget_settings(2**18, 512)["max_tree_depth"] == 9 and bench.budget_settings(2**18, 513) == {
+        "max_tree_depth": 8,
+        "num_warmup": 300,
+    }
+    assert bench.budget_settings(2**18, 1025)["max_tree_depth"] == 7
+    # the rows fit trains on under its automatic split: 10 % held out from 200 rows on (20 or more)
+    df = pd.DataFrame({"a": np.arange(300.0), "y": np.arange(300.0)})
+    assert bench.fit_rows(name, df, False) == 270 and bench.fit_rows(name, df.head(150), False) == 150
+    assert bench.fit_rows("previous-default", df, False) == 240 and bench.fit_rows("chees-map", df, False) == 300
+    # the pairs the rule compares: float32 twin and recalibrated variant
+    assert bench.with_float32("chees-within-8x125-rows-w-sauto-b18") == "chees-within-8x125-rows-w-sauto-b18-f32"
+    assert bench.sampler_options(name) == bench.sampler_options("chees-within-8x125-rows-w-sauto-b18-f32")
