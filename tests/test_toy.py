@@ -76,7 +76,7 @@ def test_maz_settings_and_bad_method(tmp_path: Path) -> None:
         run_toy(jax.random.key(0), tmp_path, functions=["linear"], settings=ToySettings(method="svgd"))
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # the whole demo (six NUTS fits, minutes on two cores): an end-to-end run, outside CI's budget
 def test_full_demo_covers_the_true_functions_in_domain(tmp_path: Path) -> None:
     results = run_toy(jax.random.key(0), tmp_path)
     assert [r.name for r in results] == [f.name for f in TOY_FUNCTIONS]
