@@ -494,12 +494,9 @@ def library_default_method() -> str:
 def budget_settings(budget: int, n_fit: int) -> dict[str, int]:
     """``max_tree_depth`` and ``num_warmup`` of the library's ChEES row rule (``chees_max_tree_depth``,
     ``chees_num_warmup``) for ``n_fit`` fitted rows, with a row x leapfrog-step budget of ``budget``."""
-    from sigmabnn.train.mcmc import CHEES_DEEP_CAP_WARMUP, CHEES_DEFAULTS, CHEES_MAX_DEPTH_CAP
+    from sigmabnn.train.mcmc import chees_max_tree_depth, chees_num_warmup
 
-    floor = int(CHEES_DEFAULTS["max_tree_depth"])
-    depth = max(floor, min(CHEES_MAX_DEPTH_CAP, int(math.floor(math.log2(budget / n_fit)))))
-    warmup = CHEES_DEEP_CAP_WARMUP if depth == CHEES_MAX_DEPTH_CAP else int(CHEES_DEFAULTS["num_warmup"])
-    return {"max_tree_depth": depth, "num_warmup": warmup}
+    return {"max_tree_depth": chees_max_tree_depth(n_fit, budget), "num_warmup": chees_num_warmup(n_fit, budget)}
 
 
 def fit_rows(name: str, df: Any, log_target: bool) -> int:

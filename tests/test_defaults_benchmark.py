@@ -498,11 +498,12 @@ def test_the_readme_quotes_the_committed_training_times(bench):
 
 
 @pytest.mark.parametrize("n", [1, 90, 216, 256, 257, 270, 409, 512, 513, 900, 1024, 1025, 5000, 10**5])
-def test_budget_settings_at_the_librarys_budget_are_its_rule(bench, n):
+def test_a_doubled_budget_gives_twice_the_rows_the_same_cap_and_warmup(bench, n):
+    """The row rule with budget 2B at 2n rows is the library's default rule (budget B) at n rows."""
     from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth, chees_num_warmup
 
     expected = {"max_tree_depth": chees_max_tree_depth(n), "num_warmup": chees_num_warmup(n)}
-    assert bench.budget_settings(CHEES_ROW_STEP_BUDGET, n) == expected
+    assert bench.budget_settings(2 * CHEES_ROW_STEP_BUDGET, 2 * n) == expected
 
 
 def test_budget_candidates_double_the_rows_of_each_cap(bench):

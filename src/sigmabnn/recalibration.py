@@ -362,13 +362,17 @@ def recalibrate(
         x, yy, name = _rows(fitted, data, y, split, split_column)
         if len(x) == 0 and rows == "loo+heldout":
             raise DataError(f"no held-out rows ({name}) to recalibrate on")
-        if len(x) and _are_training_rows(fitted, feature_matrix_for(fitted, x), yy):
-            raise DataError(
-                f"the {len(x)} rows given to recalibrate on are the model's own training rows: a map fitted "
-                "on them would make the intervals too narrow; give held-out rows (or, for an MCMC model, the "
-                "training rows' leave-one-out PIT: rows 'loo')"
-            )
-        parts.append(pit_values(fitted, x, yy, chunk_size=chunk_size) if len(x) else np.zeros((0, fitted.target_dim)))
+        pit = np.zeros((0, fitted.target_dim))
+        if len(x):
+            x = feature_matrix_for(fitted, x)  # once: the check and the PIT values read the same matrix
+            if _are_training_rows(fitted, x, yy):
+                raise DataError(
+                    f"the {len(x)} rows given to recalibrate on are the model's own training rows: a map fitted "
+                    "on them would make the intervals too narrow; give held-out rows (or, for an MCMC model, the "
+                    "training rows' leave-one-out PIT: rows 'loo')"
+                )
+            pit = pit_values(fitted, x, yy, chunk_size=chunk_size)
+        parts.append(pit)
         names.append(name)
         info["heldout_rows"] = int(len(x))
     u = np.concatenate(parts)

@@ -168,18 +168,18 @@ CHEES_MAX_DEPTH_CAP = 9
 CHEES_DEEP_CAP_WARMUP = 600
 
 
-def chees_num_warmup(n_data: int) -> int:
+def chees_num_warmup(n_data: int, budget: int = CHEES_ROW_STEP_BUDGET) -> int:
     """The default ChEES warm-up iterations for ``n_data`` fitted rows: :data:`CHEES_DEEP_CAP_WARMUP` where
     :func:`chees_max_tree_depth` gives the deepest cap (up to 256 rows), else ``CHEES_DEFAULTS["num_warmup"]``
-    (300)."""
-    deepest = chees_max_tree_depth(n_data) == CHEES_MAX_DEPTH_CAP
+    (300). ``budget``: as there."""
+    deepest = chees_max_tree_depth(n_data, budget) == CHEES_MAX_DEPTH_CAP
     return CHEES_DEEP_CAP_WARMUP if deepest else int(CHEES_DEFAULTS["num_warmup"])
 
 
-def chees_max_tree_depth(n_data: int) -> int:
+def chees_max_tree_depth(n_data: int, budget: int = CHEES_ROW_STEP_BUDGET) -> int:
     """The default ChEES trajectory cap for ``n_data`` fitted rows, as a tree depth (``2**depth - 1`` steps).
 
-    The largest depth with ``n_data * 2**depth <= CHEES_ROW_STEP_BUDGET``, between
+    The largest depth with ``n_data * 2**depth <= budget`` (:data:`CHEES_ROW_STEP_BUDGET`), between
     ``CHEES_DEFAULTS["max_tree_depth"]`` (7) and :data:`CHEES_MAX_DEPTH_CAP` (9): depth 9 up to 256
     rows, 8 up to 512, else 7. A leapfrog step's cost grows with the rows, so a small table's fit
     stays within the time of a 1,000-row one while its chains travel further: the cap bounds the
@@ -192,7 +192,7 @@ def chees_max_tree_depth(n_data: int) -> int:
     if n < 1:
         raise ValueError(f"n_data must be >= 1, got {n_data}")
     floor = int(CHEES_DEFAULTS["max_tree_depth"])
-    return max(floor, min(CHEES_MAX_DEPTH_CAP, int(math.floor(math.log2(CHEES_ROW_STEP_BUDGET / n)))))
+    return max(floor, min(CHEES_MAX_DEPTH_CAP, int(math.floor(math.log2(budget / n)))))
 
 
 def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCConfig:
