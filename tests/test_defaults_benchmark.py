@@ -527,3 +527,18 @@ def test_budget_candidates_double_the_rows_of_each_cap(bench):
     # the pairs the rule compares: float32 twin and recalibrated variant
     assert bench.with_float32("chees-within-8x125-rows-w-sauto-b18") == "chees-within-8x125-rows-w-sauto-b18-f32"
     assert bench.sampler_options(name) == bench.sampler_options("chees-within-8x125-rows-w-sauto-b18-f32")
+
+
+def test_the_warmup_budget_candidates_take_the_deeper_cap_and_the_default_warmup(bench):
+    """``b18w17``: the cap of a 2**18 budget, the warm-up of the library's 2**17 (600 only up to 256 rows)."""
+    name = "chees-within-8x125-rows-w-sauto-b18w17-f32-auto"
+    kwargs = bench.fit_kwargs(name, 6, 270, False)
+    assert (kwargs["max_tree_depth"], kwargs["num_warmup"]) == (9, 300)
+    assert "warmup_budget" not in kwargs and "row_step_budget" not in kwargs
+    assert bench.budget_settings(2**18, 256, 2**17) == {"max_tree_depth": 9, "num_warmup": 600}
+    assert bench.budget_settings(2**18, 512, 2**17) == {"max_tree_depth": 9, "num_warmup": 300}
+    assert bench.budget_settings(2**18, 513, 2**17) == {"max_tree_depth": 8, "num_warmup": 300}
+    # the rule's pairs: the float32 twin and the recalibrated variant share the sampler's options
+    base = "chees-within-8x125-rows-w-sauto-b18w17"
+    assert bench.with_float32(base) == "chees-within-8x125-rows-w-sauto-b18w17-f32"
+    assert bench.sampler_options(base + "-auto") == bench.sampler_options(base)
