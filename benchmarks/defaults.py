@@ -331,10 +331,11 @@ def mcmc_entry(method: str, depth: int, warmup: int, samples: int, chains: int |
 WITHIN_AUTO = {
     "chees_centre": "within", "recalibrate": "auto", "recalibration_map": "quantile", "recalibration_gate": 1.0,
 }  # fmt: skip
-#: ChEES 8 x 125 from MAP starts, with no max_tree_depth: the library's trajectory cap scaled to the fitted rows
-#: (``sigmabnn.train.mcmc.chees_max_tree_depth``: depth 9 up to 256 rows, 8 up to 512, else 7).
-ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8}
-#: The same with no num_warmup either: the library's warm-up, scaled with the cap (``chees_num_warmup``).
+#: ChEES 8 x 125 from MAP starts with the row rule's trajectory cap for the fitted rows at a budget of 2**17
+#: rows x leapfrog steps (``sigmabnn.train.mcmc.chees_max_tree_depth``: depth 9 up to 256 rows, 8 up to 512,
+#: else 7): the library's rule when these candidates ran, pinned here so they keep their meaning.
+ROWS_CAP = {"method": "chees", "num_warmup": 300, "num_samples": 125, "num_chains": 8, "row_step_budget": 2**17}
+#: The same with no num_warmup either: the rule's warm-up, scaled with the cap (``chees_num_warmup``).
 ROWS_WARMUP = {k: v for k, v in ROWS_CAP.items() if k != "num_warmup"}
 #: fit's own split of a table (train, val, test fractions) with no internal test part.
 SPLIT_90 = {"split": [0.9, 0.1, 0.0]}
@@ -536,14 +537,18 @@ def budget_settings(budget: int, n_fit: int, warmup_budget: int | None = None) -
 def fit_rows(name: str, df: Any, log_target: bool) -> int:
     """The ``n_train`` :func:`fit_kwargs` gets for entry ``name`` and the table ``df``: for a function entry
     (the previous default), the training rows of its 80/10/10 split; for a ``row_step_budget`` entry, those of
-    fit's automatic split (``split=None``); else the rows given (unused)."""
+    the split it fits with (its ``split``; ``None``: fit's automatic split; none given: the 80/10/10 split
+    :func:`fit_kwargs` gives candidates); else the rows given (unused)."""
     entry = ENTRIES[name]
     if callable(entry):
         return internal_train_rows(df, log_target)
     if isinstance(entry, dict) and "row_step_budget" in entry:
         from sigmabnn.names import DEFAULT_SPLIT, MIN_RECALIBRATION_ROWS
 
-        return internal_train_rows(df, log_target, DEFAULT_SPLIT, MIN_RECALIBRATION_ROWS)
+        split = entry.get("split", PREVIOUS_SPLIT)
+        if split is None:
+            return internal_train_rows(df, log_target, DEFAULT_SPLIT, MIN_RECALIBRATION_ROWS)
+        return internal_train_rows(df, log_target, split)
     return len(df)
 
 
@@ -554,8 +559,8 @@ def fit_kwargs(name: str, num_features: int, n_train: int, log_target: bool, smo
         raise ValueError("numpyro is not a fit entry")
     kwargs = dict(entry(num_features, n_train) if callable(entry) else entry)
     budget, warmup_budget = kwargs.pop("row_step_budget", None), kwargs.pop("warmup_budget", None)
-    if budget is not None:
-        kwargs |= budget_settings(budget, n_train, warmup_budget)
+    if budget is not None:  # an entry's own num_warmup (ROWS_CAP) stays
+        kwargs = budget_settings(budget, n_train, warmup_budget) | kwargs
     if name in CANDIDATES:  # measured in float64 before fit's default became float32 for ChEES; kept so
         kwargs.setdefault("dtype", "float64")
         # and with the 80/10/10 split fit had before 90/10/0; a split of None is fit's automatic split

@@ -500,10 +500,15 @@ def test_the_readme_quotes_the_committed_training_times(bench):
 @pytest.mark.parametrize("n", [1, 90, 216, 256, 257, 270, 409, 512, 513, 900, 1024, 1025, 5000, 10**5])
 def test_a_doubled_budget_gives_twice_the_rows_the_same_cap_and_warmup(bench, n):
     """The row rule with budget 2B at 2n rows is the library's default rule (budget B) at n rows."""
-    from sigmabnn.train.mcmc import CHEES_ROW_STEP_BUDGET, chees_max_tree_depth, chees_num_warmup
+    from sigmabnn.train.mcmc import (
+        CHEES_ROW_STEP_BUDGET,
+        CHEES_WARMUP_ROW_STEP_BUDGET,
+        chees_max_tree_depth,
+        chees_num_warmup,
+    )
 
     expected = {"max_tree_depth": chees_max_tree_depth(n), "num_warmup": chees_num_warmup(n)}
-    assert bench.budget_settings(2 * CHEES_ROW_STEP_BUDGET, 2 * n) == expected
+    assert bench.budget_settings(2 * CHEES_ROW_STEP_BUDGET, 2 * n, 2 * CHEES_WARMUP_ROW_STEP_BUDGET) == expected
 
 
 def test_budget_candidates_double_the_rows_of_each_cap(bench):
@@ -542,3 +547,40 @@ def test_the_warmup_budget_candidates_take_the_deeper_cap_and_the_default_warmup
     base = "chees-within-8x125-rows-w-sauto-b18w17"
     assert bench.with_float32(base) == "chees-within-8x125-rows-w-sauto-b18w17-f32"
     assert bench.sampler_options(base + "-auto") == bench.sampler_options(base)
+
+
+@pytest.mark.parametrize(
+    ("n", "depth", "warmup"), [(100, 9, 600), (216, 9, 600), (256, 9, 600), (270, 8, 300), (512, 8, 300), (513, 7, 300)]
+)
+def test_the_row_rule_candidates_keep_the_rule_they_ran_with(bench, n, depth, warmup):
+    """The ``-rows`` candidates ran with the library's rule of a 2**17 budget; they pin it, whatever the
+    library's rule is now (``-rows`` with its own 300 warm-up iterations, ``-rows-w`` with the rule's)."""
+    rows_w = bench.fit_kwargs("chees-within-8x125-rows-w-sauto-f32-auto", 6, n, False)
+    assert (rows_w["max_tree_depth"], rows_w["num_warmup"]) == (depth, warmup)
+    rows = bench.fit_kwargs("chees-within-8x125-rows", 6, n, False)
+    assert (rows["max_tree_depth"], rows["num_warmup"]) == (depth, 300)
+
+
+def test_row_rule_entries_count_the_rows_of_their_own_split(bench):
+    import pandas as pd
+
+    df = pd.DataFrame({"a": np.arange(300.0), "y": np.arange(300.0)})
+    assert bench.fit_rows("chees-within-8x125-rows", df, False) == 240  # 80/10/10: fit_kwargs' candidates' split
+    assert bench.fit_rows("chees-within-8x125-rows-w-s90", df, False) == 270
+    assert bench.fit_rows("chees-within-8x125-rows-w-v20", df, False) == 240
+    assert bench.fit_rows("chees-within-8x125-rows-w-sauto", df.head(150), False) == 150  # < 20 val rows: all
+
+
+def test_the_library_row_rule_is_that_of_the_candidate_the_committed_validation_chose(bench):
+    """The library's ChEES cap and warm-up are those of the candidate :func:`choose` picks from the committed
+    ``defaults_validation.json``, at every row count around the rule's boundaries."""
+    from sigmabnn.train.mcmc import default_config
+
+    data = json.loads((bench.RESULTS_DIR / "defaults_validation.json").read_text())
+    chosen = [r["sampler"] for r in bench.validation_summary(data["records"]) if r["chosen"]]
+    assert len(chosen) == 1
+    for n in (1, 100, 256, 257, 270, 512, 513, 1024, 1025, 5000, 10**5):
+        options = bench.fit_kwargs(chosen[0], 6, n, False)
+        config = default_config(n, 200, "chees")
+        assert (config.max_tree_depth, config.num_warmup) == (options["max_tree_depth"], options["num_warmup"]), n
+        assert (config.num_chains, config.num_samples) == (options["num_chains"], options["num_samples"])

@@ -62,14 +62,14 @@ def test_default_config_rule():
 
 def test_chees_trajectory_cap_and_warmup_scale_with_rows():
     # rows x 2**depth within the budget, clipped to [7, 9]: the boundaries are exact powers of two
-    cases = {1: 9, 256: 9, 257: 8, 512: 8, 513: 7, 1024: 7, 10**6: 7}
+    cases = {1: 9, 256: 9, 512: 9, 513: 8, 1024: 8, 1025: 7, 2048: 7, 10**6: 7}
     assert {n: chees_max_tree_depth(n) for n in cases} == cases
-    for n in (1, 100, 256, 300, 512):
+    for n in (1, 100, 256, 300, 512, 1000):
         assert n * 2 ** chees_max_tree_depth(n) <= CHEES_ROW_STEP_BUDGET
     with pytest.raises(ValueError, match="n_data"):
         chees_max_tree_depth(0)
-    # the longer warm-up goes with the deepest cap
-    assert [chees_num_warmup(n) for n in (1, 256, 257, 10**6)] == [600, 600, 300, 300]
+    # the longer warm-up goes with the deepest cap of half the budget: up to 256 rows
+    assert [chees_num_warmup(n) for n in (1, 256, 257, 512, 10**6)] == [600, 600, 300, 300, 300]
     with pytest.raises(ValueError, match="n_data"):
         chees_num_warmup(0)
 
@@ -81,7 +81,8 @@ def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
     assert DEFAULT_METHOD == "chees"
     for n, params, warmup, depth in (
         (100, 50, 600, 9),
-        (400, 200, 300, 8),
+        (400, 200, 300, 9),
+        (800, 200, 300, 8),
         (8000, 561, 300, 7),
         (50_000, 5000, 300, 7),
     ):

@@ -157,10 +157,13 @@ CHEES_DEFAULTS = {
     "num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7, "chees_centre": "within",
 }  # fmt: skip
 
-#: The default ChEES trajectory cap's budget: rows x leapfrog steps per iteration (2**17). A small table
+#: The default ChEES trajectory cap's budget: rows x leapfrog steps per iteration (2**18). A small table
 #: affords longer trajectories in the same time, so the cap doubles each time the rows halve below
-#: 1024 (:func:`chees_max_tree_depth`).
-CHEES_ROW_STEP_BUDGET = 2**17
+#: 2048 (:func:`chees_max_tree_depth`).
+CHEES_ROW_STEP_BUDGET = 2**18
+#: The budget that gives the deepest cap its longer warm-up (:func:`chees_num_warmup`): 600 iterations
+#: where that cap fits 2**17 rows x steps (up to 256 rows), 300 above, where a fit's steps cost more.
+CHEES_WARMUP_ROW_STEP_BUDGET = 2**17
 #: The deepest default ChEES cap (511 leapfrog steps), whatever the rows.
 CHEES_MAX_DEPTH_CAP = 9
 #: The default ChEES warm-up where the cap is the deepest: the longer trajectories start from the same
@@ -168,10 +171,10 @@ CHEES_MAX_DEPTH_CAP = 9
 CHEES_DEEP_CAP_WARMUP = 600
 
 
-def chees_num_warmup(n_data: int, budget: int = CHEES_ROW_STEP_BUDGET) -> int:
+def chees_num_warmup(n_data: int, budget: int = CHEES_WARMUP_ROW_STEP_BUDGET) -> int:
     """The default ChEES warm-up iterations for ``n_data`` fitted rows: :data:`CHEES_DEEP_CAP_WARMUP` where
-    :func:`chees_max_tree_depth` gives the deepest cap (up to 256 rows), else ``CHEES_DEFAULTS["num_warmup"]``
-    (300). ``budget``: as there."""
+    :func:`chees_max_tree_depth` with ``budget`` (:data:`CHEES_WARMUP_ROW_STEP_BUDGET`) gives the deepest
+    cap (up to 256 rows), else ``CHEES_DEFAULTS["num_warmup"]`` (300)."""
     deepest = chees_max_tree_depth(n_data, budget) == CHEES_MAX_DEPTH_CAP
     return CHEES_DEEP_CAP_WARMUP if deepest else int(CHEES_DEFAULTS["num_warmup"])
 
@@ -180,13 +183,14 @@ def chees_max_tree_depth(n_data: int, budget: int = CHEES_ROW_STEP_BUDGET) -> in
     """The default ChEES trajectory cap for ``n_data`` fitted rows, as a tree depth (``2**depth - 1`` steps).
 
     The largest depth with ``n_data * 2**depth <= budget`` (:data:`CHEES_ROW_STEP_BUDGET`), between
-    ``CHEES_DEFAULTS["max_tree_depth"]`` (7) and :data:`CHEES_MAX_DEPTH_CAP` (9): depth 9 up to 256
-    rows, 8 up to 512, else 7. A leapfrog step's cost grows with the rows, so a small table's fit
-    stays within the time of a 1,000-row one while its chains travel further: the cap bounds the
+    ``CHEES_DEFAULTS["max_tree_depth"]`` (7) and :data:`CHEES_MAX_DEPTH_CAP` (9): depth 9 up to 512
+    rows, 8 up to 1024, else 7. A leapfrog step's cost grows with the rows, so a small table's fit
+    stays within the time of a 2,000-row one while its chains travel further: the cap bounds the
     trajectory length ChEES adapts (``T / eps``), and on the battery's tables of up to 512 rows the
     larger caps gave longer trajectories and lower R-hat of the predictions
     (``benchmarks/results/defaults_validation.json``, ``mean_integration_steps`` and
-    ``rhat_predictions`` of ``chees-within-8x125`` against ``chees-within-8x125-rows``).
+    ``rhat_predictions`` of ``chees-within-8x125`` against ``chees-within-8x125-rows``); the
+    validation rule chose the budget of 2**18 over 2**17 (candidates ``-b18w17`` against ``-rows-w-sauto``).
     """
     n = int(n_data)
     if n < 1:
@@ -202,8 +206,8 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
 
     - ``"chees"`` (the library's default method): :data:`CHEES_DEFAULTS`, 8 chains x 125 draws =
       1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration above
-      512 rows, 255 up to 512 and 511 up to 256 (:func:`chees_max_tree_depth`), where the
-      warm-up is 600 iterations (:func:`chees_num_warmup`). The
+      1024 rows, 255 up to 1024 and 511 up to 512 (:func:`chees_max_tree_depth`); up to 256 rows
+      the warm-up is 600 iterations (:func:`chees_num_warmup`). The
       chains share one adapted step size and trajectory length, so they adapt together quickly;
       more chains from separate MAP starts cover more of the posterior's modes than a few long
       ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
