@@ -342,12 +342,13 @@ SPLIT_90 = {"split": [0.9, 0.1, 0.0]}
 SPLIT_V20 = {"split": [0.8, 0.2, 0.0]}
 #: fit's automatic split (no ``split`` given: ``sigmabnn.fitting.spec.auto_min_val_rows``).
 SPLIT_AUTO = {"split": None}
-#: The library's row rule for ChEES's trajectory cap and warm-up with another budget of rows x leapfrog steps
-#: (``sigmabnn.train.mcmc.CHEES_ROW_STEP_BUDGET``: 2**17): :func:`fit_kwargs` turns it into ``max_tree_depth``
-#: and ``num_warmup`` for the rows fit trains on (:func:`budget_settings`).
+#: The library's row rule for ChEES's trajectory cap and warm-up with a given budget of rows x leapfrog steps
+#: (2**17 when these candidates ran): :func:`fit_kwargs` turns it into ``max_tree_depth`` and ``num_warmup``
+#: for the rows fit trains on (:func:`budget_settings`).
 BUDGET_18 = {"row_step_budget": 2**18}
-#: The same cap as :data:`BUDGET_18` with the warm-up of the library's own budget (``warmup_budget``): 600
-#: iterations up to 256 fitted rows, 300 above, so the deeper cap costs less warm-up on 257-512 rows.
+#: The same cap as :data:`BUDGET_18` with the warm-up of a 2**17 budget (``warmup_budget``): 600 iterations
+#: up to 256 fitted rows, 300 above, so the deeper cap costs less warm-up on 257-512 rows. The rule chose
+#: it (``-b18w17-f32-auto``): the library's rule now (``CHEES_ROW_STEP_BUDGET``, ``CHEES_WARMUP_ROW_STEP_BUDGET``).
 BUDGET_18_WARMUP_17 = {"row_step_budget": 2**18, "warmup_budget": 2**17}
 #: Named entries: fit options (a dict, or a function ``(num_features, n_train) -> dict``), or NUMPYRO.
 #: Add a candidate by adding a line; ``--candidates`` / ``--methods`` take these names.
@@ -451,8 +452,8 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
     },
     # the b18 candidates were over the time goal on energy and bostonHousing (fitted rows 257-512: depth 9
     # with 600 warm-up iterations); these keep their cap and take the default's warm-up (300 above 256 rows).
-    # The test phase fits a 300-row table's 270 rows at depth 8 today (validation: 216 rows at depth 9), so
-    # these would fit it at depth 9 in both phases
+    # Under the 2**17 rule the test phase fitted a 300-row table's 270 rows at depth 8 (validation: 216 rows
+    # at depth 9); these fit it at depth 9 in both phases
     "chees-within-8x125-rows-w-sauto-b18w17": {
         **ROWS_WARMUP,
         "chees_centre": "within",

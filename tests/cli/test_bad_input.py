@@ -98,6 +98,12 @@ def test_too_few_rows(capsys, tmp_path: Path) -> None:
     assert_train_fails(capsys, tmp_path, table(n=1), [], "usable training rows")
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_constant_target(capsys, tmp_path: Path, log: bool) -> None:
+    df = table().assign(y=3.5)
+    assert_train_fails(capsys, tmp_path, df, ["--log-target"] if log else [], "'y'", "constant")
+
+
 def test_non_positive_target_with_log_target(capsys, tmp_path: Path) -> None:
     df = table()
     df.loc[7, "y"] = -1.0

@@ -172,6 +172,8 @@ def prepare_data(data: Any, spec: FitSpec) -> PreparedData:
     dtype, classifier = spec.model.dtype, classes is not None
     if classifier and len(np.unique(table.train.y)) < 2:
         raise InputError("the training rows of a categorical target hold a single class")
+    if not classifier and np.ptp(table.train.y) == 0:  # the sampler would chase a noise std of 0 (R-hat >> 1)
+        raise InputError(f"target column {d.target!r} is constant on the training rows: there is nothing to fit")
     return PreparedData(
         table=table,
         source=source,
