@@ -535,6 +535,12 @@ def budget_settings(budget: int, n_fit: int, warmup_budget: int | None = None) -
     return {"max_tree_depth": chees_max_tree_depth(n_fit, budget), "num_warmup": warmup}
 
 
+def candidate_split(entry: dict[str, Any]) -> Sequence[float] | None:
+    """The split a candidate's options fit with: its own ``split``, or the 80/10/10 split fit had before
+    90/10/0 when it gives none; ``None``: fit's automatic split."""
+    return entry.get("split", PREVIOUS_SPLIT)
+
+
 def fit_rows(name: str, df: Any, log_target: bool) -> int:
     """The ``n_train`` :func:`fit_kwargs` gets for entry ``name`` and the table ``df``: for a function entry
     (the previous default), the training rows of its 80/10/10 split; for a ``row_step_budget`` entry, those of
@@ -546,7 +552,7 @@ def fit_rows(name: str, df: Any, log_target: bool) -> int:
     if isinstance(entry, dict) and "row_step_budget" in entry:
         from sigmabnn.names import DEFAULT_SPLIT, MIN_RECALIBRATION_ROWS
 
-        split = entry.get("split", PREVIOUS_SPLIT)
+        split = candidate_split(entry)
         if split is None:
             return internal_train_rows(df, log_target, DEFAULT_SPLIT, MIN_RECALIBRATION_ROWS)
         return internal_train_rows(df, log_target, split)
@@ -564,9 +570,10 @@ def fit_kwargs(name: str, num_features: int, n_train: int, log_target: bool, smo
         kwargs = budget_settings(budget, n_train, warmup_budget) | kwargs
     if name in CANDIDATES:  # measured in float64 before fit's default became float32 for ChEES; kept so
         kwargs.setdefault("dtype", "float64")
-        # and with the 80/10/10 split fit had before 90/10/0; a split of None is fit's automatic split
-        if kwargs.setdefault("split", list(PREVIOUS_SPLIT)) is None:
-            del kwargs["split"]
+        split = candidate_split(kwargs)
+        kwargs.pop("split", None)
+        if split is not None:
+            kwargs["split"] = list(split)
     if log_target:
         kwargs["log_target"] = True
     if smoke:
