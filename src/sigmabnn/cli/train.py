@@ -39,8 +39,11 @@ from sigmabnn.names import (
 HELP = "fit a BNN to a CSV/Parquet table and save the model file"
 DESCRIPTION = (
     "Fit a Bayesian neural network to the columns of a CSV or Parquet table and save it as a model file. "
-    "Defaults: ChEES-HMC with 8 chains from 8 MAP starts (300 warm-up iterations, 125 draws each), the noise "
-    "precision learned from the data. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding "
+    "Defaults: a NFEATURES-20-20-1 tanh network sampled by ChEES-HMC in float32, 8 chains from 8 MAP starts, "
+    "300 warm-up iterations and 125 draws each, at most 127 leapfrog steps per iteration (on smaller tables "
+    "longer trajectories: 255 steps up to 1,024 fitted rows, 511 up to 512, and 600 warm-up iterations up to "
+    "256), the noise precision learned from the data, then the intervals recalibrated on the validation rows "
+    "when there are at least 20. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding "
     "the draws so far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would "
     "have given. "
     "With --dask the chains run as tasks on a Dask cluster and give the model of the one-process run."
@@ -143,10 +146,17 @@ def _add_sampler_arguments(p: argparse.ArgumentParser) -> None:
         help="number of chains (default 8 for chees, 4 for nuts, hmc, mh)",
     )
     sampler.add_argument(
-        "--warmup", type=common.nonnegative_int, metavar="N", help="warm-up steps per chain (default: scaled to data)"
+        "--warmup",
+        type=common.nonnegative_int,
+        metavar="N",
+        help="warm-up iterations per chain (default: scaled to the rows for chees, to the parameters for nuts, "
+        "hmc, mh)",
     )
     sampler.add_argument(
-        "--draws", type=common.positive_int, metavar="N", help="kept draws per chain (default: scaled to data)"
+        "--draws",
+        type=common.positive_int,
+        metavar="N",
+        help="kept draws per chain (default 125 for chees, 250 for nuts, hmc, mh)",
     )
     sampler.add_argument(
         "--fixed-noise",
@@ -212,7 +222,8 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
         "--recalibrate",
         action="store_true",
         help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018); "
-        "default without this option: MCMC methods recalibrate on the training rows' leave-one-out PIT",
+        f"default without this option: an MCMC regression does so when it has at least {MIN_RECALIBRATION_ROWS} "
+        "validation rows, other fits keep their raw intervals",
     )
     r.add_argument(
         "--recalibrate-rows",
@@ -224,8 +235,8 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recalibration-map",
         choices=CALIBRATION_MAPS,
-        help="the map fitted to the PIT values: the empirical one (quantile; the default with --recalibrate) or "
-        "one width parameter (scale; the default of the automatic recalibration)",
+        help="the map fitted to the PIT values: the empirical one (quantile; the default) or one width parameter "
+        "(scale)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars and no summary")
     g = dask_options.add_arguments(
