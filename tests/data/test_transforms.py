@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sigmabnn.data.transforms import MIN_STD, Standardizer, TargetTransform
+from sigmabnn.data.transforms import MIN_RELATIVE_STD, Standardizer, TargetTransform
 
 
 def test_standardizer_statistics_and_roundtrip():
@@ -25,11 +25,34 @@ def test_standardizer_statistics_and_roundtrip():
     np.testing.assert_allclose(s.inverse(z), x, rtol=1e-14)
 
 
-def test_near_constant_threshold():
+def test_near_constant_threshold_is_relative_to_the_columns_magnitude():
     x = np.array([[1.0], [1.0 + 1e-10]])
-    assert Standardizer.fit(x).std[0] == 1.0
-    x = np.array([[1.0], [1.0 + 4 * MIN_STD]])
-    assert Standardizer.fit(x).std[0] == pytest.approx(2 * MIN_STD)
+    assert Standardizer.fit(x).std[0] == 1.0  # a variation of 1e-10 of the value: constant
+    x = np.array([[1.0], [1.0 + 4 * MIN_RELATIVE_STD]])
+    assert Standardizer.fit(x).std[0] == pytest.approx(2 * MIN_RELATIVE_STD)
+    assert Standardizer.fit(np.zeros((3, 1))).std[0] == 1.0
+    assert Standardizer.fit(np.full((5, 1), 0.1 + 0.2)).std[0] == 1.0
+
+
+@pytest.mark.parametrize("unit", [1e-9, 1e-12, 1e-30])
+def test_a_column_in_small_units_is_standardised_not_taken_as_constant(unit):
+    rng = np.random.default_rng(3)
+    x = unit * rng.uniform(-1, 1, size=(200, 2))
+    s = Standardizer.fit(x)
+    z = s.forward(x)
+    np.testing.assert_allclose(z.std(0), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(s.inverse(z), x, rtol=1e-12)
+
+
+def test_a_column_of_huge_magnitude_gets_a_finite_mean_and_std():
+    x = np.array([[1e300, 1.0], [-2e300, 2.0], [3e300, 3.0]])
+    s = Standardizer.fit(x)
+    assert np.all(np.isfinite(s.mean)) and np.all(np.isfinite(s.std))
+    np.testing.assert_allclose(s.mean, [2e300 / 3, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(s.std[0], 1e300 * np.std([1.0, -2.0, 3.0]), rtol=1e-12)
+    np.testing.assert_allclose(s.forward(x).std(0), 1.0, rtol=1e-12)
+    assert Standardizer.fit(np.full((4, 1), 1e300)).std[0] == 1.0  # constant, however large
+    assert s.to_json()["std"][0] == float(s.std[0])  # the model file's JSON holds no inf
 
 
 def test_dtype_is_explicit():

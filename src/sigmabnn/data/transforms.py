@@ -29,10 +29,26 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_STD", "LinearBaseline", "Standardizer", "TargetTransform"]
+__all__ = ["MIN_RELATIVE_STD", "LinearBaseline", "Standardizer", "TargetTransform"]
 
-#: A column whose training std is below this is treated as constant (its std is set to 1).
-MIN_STD = 1e-8
+#: A column whose training std is at most this fraction of its largest magnitude is treated as constant
+#: (its std is set to 1): relative, so that a column in small units (a cross section of 1e-9 pb, a coupling
+#: of 1e-12) is standardised like any other, while a constant column's rounding (about 1e-16 of its value)
+#: and variations below 1e-10 of it, which carry no information, are not blown up to unit scale.
+MIN_RELATIVE_STD = 1e-10
+
+
+def _column_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and population stds of ``x`` ``[n, p]`` (finite float64). A column so large that its
+    squares overflow (magnitudes above about 1e154) is computed on the column divided by its largest
+    magnitude, then scaled back, so every finite column gets a finite mean and std."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = x.mean(axis=0), x.std(axis=0)
+    over = ~(np.isfinite(mean) & np.isfinite(std))
+    if over.any():
+        scale = np.abs(x[:, over]).max(axis=0)
+        mean[over], std[over] = scale * (x[:, over] / scale).mean(axis=0), scale * (x[:, over] / scale).std(axis=0)
+    return mean, std
 
 
 def _matrix(a: Any, dtype: Any) -> np.ndarray:
@@ -53,8 +69,9 @@ class Standardizer:
 
     Attributes:
         mean: ``[p]`` float64 column means.
-        std: ``[p]`` float64 column stds (population, ``ddof=0``); a column with
-            std < :data:`MIN_STD` is constant and gets std 1 (it is only centred).
+        std: ``[p]`` float64 column stds (population, ``ddof=0``); a column whose std is at
+            most :data:`MIN_RELATIVE_STD` times its largest magnitude is constant and gets std 1
+            (it is only centred).
     """
 
     mean: np.ndarray
@@ -68,9 +85,8 @@ class Standardizer:
             raise ValueError(f"cannot fit a standardizer on an array of shape {x.shape}")
         if not np.all(np.isfinite(x)):
             raise ValueError("cannot fit a standardizer on non-finite values")
-        mean = x.mean(axis=0)
-        std = x.std(axis=0)
-        std = np.where(std < MIN_STD, 1.0, std)
+        mean, std = _column_moments(x)
+        std = np.where(std <= MIN_RELATIVE_STD * np.abs(x).max(axis=0), 1.0, std)
         return cls(mean=mean, std=std)
 
     @property
