@@ -339,3 +339,15 @@ def test_train_map_options_reach_pretraining_and_the_model(workdir: Path, tmp_pa
     assert main([*argv, "--method", "bbb", "--map-steps", "5", "--out", str(tmp_path / "bbb.model")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--map-* options set the MAP starts of MCMC methods" in err and "\n" not in err
+
+
+def test_train_names_the_non_numeric_columns_it_leaves_out_of_the_inputs(workdir: Path, tmp_path: Path) -> None:
+    df = pd.read_csv(workdir / "train.csv").assign(label=lambda d: np.where(d["a"] > 0, "high", "low"))
+    df.insert(0, "name", [f"point{i}" for i in range(len(df))])
+    df.to_csv(tmp_path / "named.csv", index=False)
+    argv = ["train", str(tmp_path / "named.csv"), "--target", "y", *TINY, "--out", str(tmp_path / "m")]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        assert main(argv) == 0
+    assert "trained y ~ a, b in" in stdout.getvalue()
+    assert "note: left out the non-numeric columns 'name', 'label' from the inputs" in stderr.getvalue()

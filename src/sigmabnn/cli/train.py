@@ -587,6 +587,14 @@ def print_summary(fitted: Any, report: Any, out: Any, elapsed: float, file: Any 
         print(f"sigmabnn train: warning: {warning}", file=sys.stderr)
     from sigmabnn.evaluate.diagnose import mode_mixture_note
 
-    note = mode_mixture_note(fitted.report)  # the stored report: it holds the recalibration
-    if note is not None:
-        print(f"sigmabnn train: note: {note}", file=sys.stderr)
+    notes = [mode_mixture_note(fitted.report)]  # the stored report: it holds the recalibration
+    skipped = report.data.skipped_columns if report.data is not None else ()
+    if skipped:
+        names = ", ".join(repr(c) for c in skipped)
+        notes.append(
+            f"left out the non-numeric column{'s' if len(skipped) > 1 else ''} {names} from the inputs "
+            "(--features chooses the inputs)"
+        )
+    for note in notes:
+        if note is not None:
+            print(f"sigmabnn train: note: {note}", file=sys.stderr)
