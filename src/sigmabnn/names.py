@@ -8,6 +8,8 @@ from __future__ import annotations
 __all__ = [
     "ACQUISITION_BATCH_MODES",
     "ACQUISITION_CRITERIA",
+    "CLASS_ACQUISITION_BATCH_MODES",
+    "CLASS_ACQUISITION_CRITERIA",
     "CALIBRATION_MAPS",
     "CLI_METHODS",
     "DEFAULT_METHOD",
@@ -55,6 +57,10 @@ CALIBRATION_MAPS: tuple[str, ...] = ("quantile", "scale")
 """The calibration maps (:mod:`sigmabnn.calibration`): the empirical CDF of the PIT values, or one width
 parameter."""
 
-#: Acquisition criteria of :func:`sigmabnn.acquisition.select` and its batch modes.
+#: Acquisition criteria of :func:`sigmabnn.acquisition.select` and its batch modes, for a regression model.
 ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "epig", "variance", "relative_std", "random")
 ACQUISITION_BATCH_MODES: tuple[str, ...] = ("greedy", "top")
+#: The same for a classifier (:mod:`sigmabnn.acquisition.classification`): its criteria, and its batch modes
+#: (``"power"``: the stochastic batch, drawn with probabilities proportional to the scores).
+CLASS_ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "max_entropy", "variation_ratios", "random")
+CLASS_ACQUISITION_BATCH_MODES: tuple[str, ...] = ("power", "top")

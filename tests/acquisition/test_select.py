@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,3 +94,67 @@ def test_bad_arguments(model, candidates):
         select(model, candidates.assign(score=1.0), 5)
     with pytest.raises(InputError, match="missing|column"):
         select(model, candidates.drop(columns="b"), 5)
+    with pytest.raises(InputError, match="'max_entropy' is not one for a regression model"):
+        select(model, candidates, 5, criterion="max_entropy")
+    with pytest.raises(InputError, match="'power' is not one for a regression model"):
+        select(model, candidates, 5, batch="power")
+
+
+# --------------------------------------------------------------------------- a classifier
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, size=(80, 2))
+    label = np.where(x[:, 0] + 0.3 * rng.normal(size=80) > 0, "up", "down")
+    df = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "label": label})
+    fitted, _ = sigmabnn.fit(df, "label", ["a", "b"], likelihood="categorical", method="ensemble",
+                             architecture="2-8-2", num_members=4, num_steps=200, progress=False, seed=0)  # fmt: skip
+    return fitted
+
+
+@pytest.mark.parametrize("criterion", ["bald", "max_entropy", "variation_ratios"])
+def test_a_classifiers_top_batch_is_the_best_scores_of_its_networks_probabilities(classifier, candidates, criterion):
+    from sigmabnn.acquisition import classification
+    from sigmabnn.predict import network_probabilities
+
+    p = network_probabilities(classifier, candidates[["a", "b"]], calibrated=False)
+    expected = np.asarray(getattr(classification, criterion)(p))
+    chunks = (candidates.iloc[i : i + 37] for i in range(0, len(candidates), 37))
+    chosen = select(classifier, chunks, 12, criterion=criterion, batch="top", pool_size=100)
+    best = np.lexsort((np.arange(expected.size), -expected))[:12]
+    assert list(chosen.rows.index) == list(best)
+    np.testing.assert_allclose(chosen.scores, expected[best], rtol=1e-12)
+    assert list(chosen.rows.columns) == ["id", "a", "b", "note", "score"]
+
+
+def test_a_classifiers_scores_are_computed_a_block_of_rows_at_a_time(classifier, candidates, monkeypatch):
+    module = importlib.import_module("sigmabnn.acquisition.select")
+    whole = module.class_scores(classifier, candidates, "bald")
+    monkeypatch.setattr(module, "CLASS_PROBABILITIES_AT_ONCE", classifier.num_networks * 2 * 7)  # 7 rows a block
+    np.testing.assert_allclose(module.class_scores(classifier, candidates, "bald"), whole, rtol=1e-12)
+
+
+def test_a_classifiers_default_batch_is_drawn_in_proportion_to_the_scores(classifier, candidates):
+    """The power batch: distinct rows of the pool, reproducible by seed; the first pick's frequency over
+    seeds follows score / sum of the pool's scores (Gumbel-top-k), within 4 binomial standard errors."""
+    first = select(classifier, candidates, 5, seed=3)
+    again = select(classifier, candidates, 5, seed=3)
+    assert list(first.rows.index) == list(again.rows.index) and first.rows.index.is_unique
+    pool = candidates.iloc[:40]
+    scores = select(classifier, pool, 40, batch="top").rows["score"]  # every row's score, by index
+    weights = scores.sort_index().to_numpy() / scores.sum()
+    draws = 400
+    counts = np.bincount([select(classifier, pool, 1, seed=s).rows.index[0] for s in range(draws)], minlength=40)
+    top = np.argsort(-weights)[:3]
+    se = np.sqrt(weights[top] * (1 - weights[top]) / draws)
+    assert np.all(np.abs(counts[top] / draws - weights[top]) < 4 * se)
+
+
+def test_a_classifier_refuses_the_criteria_and_batch_of_a_regression_model(classifier, candidates):
+    with pytest.raises(InputError, match="'variance' is not one for a classifier"):
+        select(classifier, candidates, 5, criterion="variance")
+    with pytest.raises(InputError, match="'greedy' is not one for a classifier"):
+        select(classifier, candidates, 5, batch="greedy")
+    assert len(select(classifier, candidates, 5, criterion="random").rows) == 5

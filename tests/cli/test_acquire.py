@@ -114,3 +114,45 @@ def test_fewer_candidates_than_asked_writes_them_all_with_a_note(model_dir, cand
     assert main(["acquire", str(path), str(cand), "--n", "5", "-o", str(out)]) == 0
     assert sorted(pd.read_csv(out)["point_id"]) == [0, 7, 14]
     assert "note: only 3 candidate rows for --n 5: all 3 are written" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(tmp_path_factory):
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, size=(80, 2))
+    df = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "kind": np.where(x[:, 0] > 0, "up", "down")})
+    fitted, _ = sigmabnn.fit(df, "kind", ["a", "b"], likelihood="categorical", method="ensemble",
+                             architecture="2-8-2", num_members=3, num_steps=150, progress=False)  # fmt: skip
+    path = tmp_path_factory.mktemp("acq_class") / "model"
+    save_model(fitted, path)
+    return path, fitted
+
+
+@pytest.mark.parametrize(
+    ("criterion", "batch"), [("bald", None), ("max_entropy", "top"), ("variation_ratios", "power")]
+)
+def test_acquire_scores_a_classifiers_candidates(classifier_dir, candidates, tmp_path, criterion, batch):
+    path, fitted = classifier_dir
+    cand, out = tmp_path / "cand.csv", tmp_path / "chosen.csv"
+    candidates.to_csv(cand, index=False)
+    argv = ["acquire", str(path), str(cand), "--n", "8", "--criterion", criterion, "-o", str(out), "--chunk-rows", "64"]
+    assert main([*argv, *(["--batch", batch] if batch else []), "--seed", "5"]) == 0
+    got = pd.read_csv(out)
+    expected = select(fitted, candidates, 8, criterion=criterion, batch=batch, seed=5)  # default batch: power
+    assert list(got.columns) == ["point_id", "a", "b", "tag", "score"]
+    assert got["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()
+    assert np.allclose(got["score"], expected.scores, rtol=1e-8) and np.all(got["score"] >= 0)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"), [(["--criterion", "variance"], "variance"), (["--batch", "greedy"], "greedy")]
+)
+def test_acquire_refuses_a_regression_option_for_a_classifier(
+    classifier_dir, candidates, tmp_path, capsys, option, message
+):
+    cand = tmp_path / "cand.csv"
+    candidates.to_csv(cand, index=False)
+    assert main(["acquire", str(classifier_dir[0]), str(cand), "--n", "3", *option, "-o", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "for a classifier" in err
+    assert not (tmp_path / "o.csv").exists()

@@ -23,6 +23,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from sigmabnn.names import CLASS_ACQUISITION_CRITERIA
+
 Array = jax.Array
 
 __all__ = [
@@ -36,7 +38,7 @@ __all__ = [
     "variation_ratios",
 ]
 
-CLASSIFICATION_CRITERIA: tuple[str, ...] = ("bald", "max_entropy", "variation_ratios", "random")
+CLASSIFICATION_CRITERIA: tuple[str, ...] = CLASS_ACQUISITION_CRITERIA
 """The criteria :func:`classification_scores` knows."""
 
 STOCHASTIC_MODES: tuple[str, ...] = ("power", "softmax")

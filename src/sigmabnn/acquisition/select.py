@@ -15,6 +15,17 @@ at target inputs, by default a seeded sample of :data:`~sigmabnn.acquisition.epi
 rows of the first candidate chunk; its batch is picked by
 :func:`~sigmabnn.acquisition.epig.greedy_epig_batch`) and ``"random"`` (a uniform score from the
 seed and the row's position: a uniformly random batch).
+
+A classifier (a model of the categorical likelihood) is scored from every network's class
+probabilities (:func:`~sigmabnn.predict.network_probabilities`, the posterior's own: any fitted
+temperature is left out, as BALD's mutual information is a property of the weights' posterior)
+with the criteria :data:`CLASS_CRITERIA` of :mod:`~sigmabnn.acquisition.classification`
+(``"bald"``: ``H[mean_t p_t] - mean_t H[p_t]``; ``"max_entropy"``; ``"variation_ratios"``;
+``"random"``). Its batch (:data:`CLASS_BATCH_MODES`) is the stochastic one by default
+(``"power"``: drawn without replacement with probabilities proportional to the scores, among the
+``pool_size`` best rows; Kirsch et al. 2023, the batch rule ``benchmarks/classification.py``'s pilot
+chose on the digits' validation rows) or the ``n`` best scores (``"top"``); the greedy conditioning
+of a regression model's predictions has no classifier counterpart here.
 """
 
 from __future__ import annotations
@@ -29,19 +40,33 @@ import pandas as pd
 
 from sigmabnn import compiler
 from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, top_scores
+from sigmabnn.acquisition.classification import classification_scores, stochastic_batch
 from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
+from sigmabnn.names import (
+    ACQUISITION_BATCH_MODES,
+    ACQUISITION_CRITERIA,
+    CLASS_ACQUISITION_BATCH_MODES,
+    CLASS_ACQUISITION_CRITERIA,
+)
+from sigmabnn.predict.classes import network_probabilities
 from sigmabnn.predict.components import draw_components
 
-__all__ = ["BATCH_MODES", "CRITERIA", "Selection", "Targets", "candidate_scores", "raw_inputs", "select"]
+__all__ = [
+    "BATCH_MODES", "CLASS_BATCH_MODES", "CLASS_CRITERIA", "CRITERIA", "Selection", "Targets", "candidate_scores",
+    "class_scores", "raw_inputs", "select",
+]  # fmt: skip
 
 CRITERIA: tuple[str, ...] = ACQUISITION_CRITERIA
 BATCH_MODES: tuple[str, ...] = ACQUISITION_BATCH_MODES
+CLASS_CRITERIA: tuple[str, ...] = CLASS_ACQUISITION_CRITERIA
+CLASS_BATCH_MODES: tuple[str, ...] = CLASS_ACQUISITION_BATCH_MODES
 #: Candidates kept for the batch step per picked point, and at least this many (``pool_size`` default).
 POOL_PER_PICK, MIN_POOL = 20, 10_000
+#: Most per-network class probabilities (networks x rows x classes, float64) held at once while scoring.
+CLASS_PROBABILITIES_AT_ONCE = 2**23
 
 _SCORES = {"bald": bald, "variance": epistemic_variance, "relative_std": relative_epistemic_std}
 
@@ -123,6 +148,22 @@ def candidate_scores(
     return epig_from_rows(centred_rows(means), aleatoric, t, targets.aleatoric), means, aleatoric
 
 
+def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
+    """``[n]`` scores of a classifier's candidate rows ``x`` under ``criterion`` (of :data:`CLASS_CRITERIA`,
+    not ``"random"``), float64, from every network's untempered class probabilities, a block of rows at a
+    time (at most :data:`CLASS_PROBABILITIES_AT_ONCE` probabilities in memory)."""
+    n = len(x)
+    rows = max(1, CLASS_PROBABILITIES_AT_ONCE // (fitted.num_networks * fitted.bnn.mlp.widths[-1]))
+    take = x.iloc if isinstance(x, pd.DataFrame) else np.asarray(x)
+    parts = [
+        np.asarray(
+            classification_scores(None, criterion, network_probabilities(fitted, take[a : a + rows], calibrated=False))
+        )
+        for a in range(0, n, rows)
+    ]
+    return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
+
+
 def _default_targets(fitted: FittedModel, chunk: pd.DataFrame, seed: int) -> Targets:
     """EPIG's targets when none are given: a seeded sample of up to ``EPIG_TARGETS`` rows of ``chunk``."""
     rng = np.random.default_rng(seed)
@@ -130,13 +171,27 @@ def _default_targets(fitted: FittedModel, chunk: pd.DataFrame, seed: int) -> Tar
     return target_draws(fitted, chunk.iloc[np.sort(rows)])
 
 
+def _is_classifier(fitted: FittedModel | None) -> bool:
+    return fitted is not None and fitted.bnn.likelihood.name == "categorical"
+
+
+def default_batch(fitted: FittedModel | None) -> str:
+    """The batch mode of ``batch=None``: ``"power"`` for a classifier, ``"greedy"`` for a regression model."""
+    return "power" if _is_classifier(fitted) else "greedy"
+
+
 def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_size: int | None) -> int:
-    if criterion not in CRITERIA:
-        raise InputError(f"unknown criterion {criterion!r}; choose one of {', '.join(CRITERIA)}")
-    if batch not in BATCH_MODES:
-        raise InputError(f"unknown batch mode {batch!r}; choose one of {', '.join(BATCH_MODES)}")
-    if criterion != "random" and fitted.bnn.likelihood.name == "categorical":
-        raise InputError("these acquisition criteria are for regression models; this model is categorical")
+    kind, criteria, modes = (
+        ("a classifier", CLASS_CRITERIA, CLASS_BATCH_MODES)
+        if _is_classifier(fitted)
+        else ("a regression model", CRITERIA, BATCH_MODES)
+    )
+    if criterion not in criteria:
+        raise InputError(f"criterion {criterion!r} is not one for {kind}; choose one of {', '.join(criteria)}")
+    if fitted is None and criterion != "random":
+        raise InputError(f"criterion {criterion!r} needs a model")
+    if batch not in modes and criterion != "random":
+        raise InputError(f"batch mode {batch!r} is not one for {kind}; choose one of {', '.join(modes)}")
     if not isinstance(n, int | np.integer) or n < 1:
         raise InputError(f"the number of points to choose must be a positive integer, got {n!r}")
     pool = max(POOL_PER_PICK * int(n), MIN_POOL) if pool_size is None else int(pool_size)
@@ -161,7 +216,7 @@ def select(
     n: int,
     *,
     criterion: str = "bald",
-    batch: str = "greedy",
+    batch: str | None = None,
     pool_size: int | None = None,
     seed: int = 0,
     features: Sequence[str] | None = None,
@@ -170,15 +225,16 @@ def select(
     """The ``n`` candidates to label next (module docstring), best first.
 
     Args:
-        fitted: a regression model with draws (``None`` for ``"random"``).
+        fitted: a model with draws, regression or classifier (``None`` for ``"random"``).
         candidates: a DataFrame with the model's raw input columns (other columns are carried
             along), or an iterable of such chunks.
         n: how many to choose; fewer candidates than ``n``: all of them, ranked.
-        criterion: one of :data:`CRITERIA`.
-        batch: ``"greedy"`` (conditioned picks) or ``"top"`` (the best single scores);
+        criterion: one of :data:`CRITERIA` (a regression model) or :data:`CLASS_CRITERIA` (a classifier).
+        batch: ``"greedy"`` (conditioned picks; regression), ``"power"`` (drawn in proportion to the
+            scores; classifier) or ``"top"`` (the best single scores); ``None``: :func:`default_batch`;
             ``"random"`` ignores it.
         pool_size: best rows kept for the batch step (default ``max(20 n, 10,000)``).
-        seed: the key of ``"random"``'s scores (``jax.random.key(seed)``).
+        seed: the key of ``"random"``'s scores (``jax.random.key(seed)``) and of the ``"power"`` draw.
         features: the candidate columns holding the model's raw inputs, in the order of
             :func:`raw_inputs` (``None``: the columns named as the model's).
         targets: for ``"epig"``, the inputs where predictions are wanted (the model's raw input
@@ -186,8 +242,10 @@ def select(
             ``seed``).
 
     Raises:
-        InputError / DataError: bad arguments, a categorical model, missing or non-finite inputs.
+        InputError / DataError: bad arguments (a criterion or batch mode of the other kind of model),
+            missing or non-finite inputs.
     """
+    batch = default_batch(fitted) if batch is None else batch
     keep = _check(fitted, n, criterion, batch, pool_size)
     chunks = [candidates] if isinstance(candidates, pd.DataFrame) else candidates
     key, pool, total = jax.random.key(seed), None, 0
@@ -201,6 +259,10 @@ def select(
             new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
         else:
             x = _inputs(fitted, chunk, features)
+            if _is_classifier(fitted):
+                new = _Pool(chunk, class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
+                pool, total = _merge(pool, new, keep), total + len(chunk)
+                continue
             if criterion == "epig" and target_set is None:
                 target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
             new = _Pool(chunk, *candidate_scores(fitted, x, criterion, target_set))
@@ -213,6 +275,9 @@ def select(
         picks = greedy_epig_batch(pool.draw_means, pool.aleatoric, *target_set, k)
     elif batch == "greedy" and criterion != "random":
         picks = greedy_batch(pool.draw_means, pool.aleatoric, pool.scores, k, criterion)
+    elif batch == "power" and criterion != "random":
+        drawn = np.asarray(stochastic_batch(jax.random.split(key)[1], pool.scores, k, mode="power"))
+        picks = BatchPicks(drawn, pool.scores[drawn])
     else:
         picks = top_scores(pool.scores, k)
     rows = pool.rows.iloc[picks.indices].copy()

@@ -6,7 +6,15 @@ import argparse
 import sys
 
 from sigmabnn.cli import common
-from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA
+from sigmabnn.names import (
+    ACQUISITION_BATCH_MODES,
+    ACQUISITION_CRITERIA,
+    CLASS_ACQUISITION_BATCH_MODES,
+    CLASS_ACQUISITION_CRITERIA,
+)
+
+CRITERIA = tuple(dict.fromkeys((*ACQUISITION_CRITERIA, *CLASS_ACQUISITION_CRITERIA)))
+BATCH_MODES = tuple(dict.fromkeys((*ACQUISITION_BATCH_MODES, *CLASS_ACQUISITION_BATCH_MODES)))
 
 HELP = "choose the candidate points to compute next (active learning), best first"
 DESCRIPTION = (
@@ -15,7 +23,11 @@ DESCRIPTION = (
     "Criteria: bald (mutual information between the label and the weights), variance (epistemic variance, "
     "log space for a log target), relative_std (relative epistemic std of the target), epig (information about "
     "the labels at a seeded sample of the first chunk's rows, the predictions one wants), random. The batch is "
-    "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores)."
+    "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores). "
+    "A classifier's criteria: bald (H[mean_t p_t] - mean_t H[p_t] of the networks' class probabilities p_t), "
+    "max_entropy (H[mean_t p_t]), variation_ratios (1 - max_k mean_t p_tk), random; its batch is drawn at "
+    "random with probabilities proportional to the scores among the best rows (--batch power, its default) or "
+    "is the N best scores (--batch top)."
 )
 
 
@@ -24,8 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("candidates", metavar="CANDIDATES", help="table of candidate points (.csv, .csv.gz, .parquet)")
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV, or .parquet ('-' for stdout)")
     p.add_argument("--n", required=True, type=common.positive_int, metavar="N", help="number of points to choose")
-    p.add_argument("--criterion", choices=ACQUISITION_CRITERIA, default="bald", help="acquisition score (default bald)")
-    p.add_argument("--batch", choices=ACQUISITION_BATCH_MODES, default="greedy", help="default greedy")
+    p.add_argument("--criterion", choices=CRITERIA, default="bald", help="acquisition score (default bald)")
+    p.add_argument(
+        "--batch",
+        choices=BATCH_MODES,
+        help="greedy, top (regression; default greedy), power, top (classifier; default power)",
+    )
     p.add_argument(
         "--features",
         type=common.column_list,
@@ -35,7 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-size", type=common.positive_int, metavar="K", help="best rows kept for the batch step")
     p.add_argument("--chunk-rows", type=common.positive_int, default=100_000, metavar="R", help="rows read at a time")
     p.add_argument(
-        "--seed", type=common.seed, default=0, metavar="N", help="seed of the random criterion and of epig's targets"
+        "--seed",
+        type=common.seed,
+        default=0,
+        metavar="N",
+        help="seed of the random criterion, of epig's targets and of the power batch's draw",
     )
 
 
