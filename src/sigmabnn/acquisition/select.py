@@ -259,13 +259,13 @@ def select(
             new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
         else:
             x = _inputs(fitted, chunk, features)
-            if _is_classifier(fitted):
-                new = _Pool(chunk, class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
-                pool, total = _merge(pool, new, keep), total + len(chunk)
-                continue
-            if criterion == "epig" and target_set is None:
-                target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
-            new = _Pool(chunk, *candidate_scores(fitted, x, criterion, target_set))
+            if _is_classifier(fitted):  # no draws of a regression mean to condition a batch on
+                scored = class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk))
+            else:
+                if criterion == "epig" and target_set is None:
+                    target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
+                scored = candidate_scores(fitted, x, criterion, target_set)
+            new = _Pool(chunk, *scored)
         pool, total = _merge(pool, new, keep), total + len(chunk)
     if pool is None:
         raise InputError("no candidate rows to choose from")
