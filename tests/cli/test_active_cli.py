@@ -79,3 +79,14 @@ def test_active_audit_fraction_keeps_random_validation_rows(setup, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip()
         assert "fraction" in err.splitlines()[-1] and "Traceback" not in err
+
+
+def test_active_runs_with_the_default_architecture(setup, capsys):
+    """Without --architecture the loop fits the default network (NFEATURES-20-20-1); the option's default used to
+    go through its type check and stop every such run with 'architecture must look like 5-20-20-1'."""
+    argv, _, loop = setup
+    i = argv.index("--architecture")
+    assert main(argv[:i] + argv[i + 2 :]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 3
+    widths = json.loads((loop / "round_2" / "model" / "model.json").read_text())["network"]["widths"]
+    assert widths[:-1] == [2, 20, 20]  # the ensemble's head adds a scale output to the last layer

@@ -31,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--criterion", choices=ACQUISITION_CRITERIA, default="bald", help="default bald")
     p.add_argument("--batch", choices=ACQUISITION_BATCH_MODES, default="greedy", help="default greedy")
     p.add_argument("--method", choices=METHODS, default="ensemble", help="fit method (default ensemble)")
-    p.add_argument("--architecture", type=common.architecture, default="auto", metavar="A", help="e.g. 5-20-20-1")
+    p.add_argument(  # no default here: argparse would pass a default string through the type check
+        "--architecture", type=common.architecture, metavar="A", help="e.g. 5-20-20-1 (default NFEATURES-20-20-1)"
+    )
     p.add_argument("--log-target", action="store_true", help="model log10 of the (positive) target")
     p.add_argument("--members", type=common.positive_int, metavar="M", help="ensemble members")
     p.add_argument("--steps", type=common.positive_int, metavar="N", help="optimiser steps (ensemble, VI)")
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         options["num_members"] = args.members
     if args.steps is not None:
         options["num_steps"] = args.steps
-    spec = build_spec(args.target, args.features, method=args.method, architecture=args.architecture,
+    spec = build_spec(args.target, args.features, method=args.method, architecture=args.architecture or "auto",
                       log_target=args.log_target, split=(0.9, 0.1, 0.0), seed=args.seed, num_chains=args.chains,
                       num_warmup=args.warmup, num_samples=args.draws, **options)  # fmt: skip
     config = LoopConfig(spec=spec, batch_size=args.batch_size, max_labelled=args.max_labelled,
