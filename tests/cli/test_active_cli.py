@@ -90,3 +90,21 @@ def test_active_runs_with_the_default_architecture(setup, capsys):
     assert len(capsys.readouterr().out.strip().splitlines()) == 3
     widths = json.loads((loop / "round_2" / "model" / "model.json").read_text())["network"]["widths"]
     assert widths[:-1] == [2, 20, 20]  # the ensemble's head adds a scale output to the last layer
+
+
+def test_no_option_passes_a_string_default_through_its_type_check():
+    """argparse converts a string default with the option's ``type`` (the bug above): every option with a type
+    has a default that is not a string, so a check meant for user input never sees the program's own value."""
+    import argparse
+
+    from sigmabnn.cli.main import build_parser
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    typed = [(name, a.option_strings) for name, p in sub.choices.items() for a in p._actions if a.type is not None]
+    assert len(typed) > 20
+    assert [
+        (name, a.option_strings)
+        for name, p in sub.choices.items()
+        for a in p._actions
+        if a.type is not None and isinstance(a.default, str)
+    ] == []
