@@ -95,6 +95,23 @@ def test_bad_configs(pool, tmp_path):
         run_loop(tmp_path / "x", pool, oracle, config(initial_size=0))
 
 
+def test_an_oracle_whose_labels_are_all_missing_is_named(pool, tmp_path):
+    """All labels missing (a Prospino run that failed on every point): one line naming the target and a value,
+    not the fit's "only 0 usable training rows". Some missing: those rows are dropped by the fit, the loop goes on."""
+    with pytest.raises(
+        InputError, match=r"30 labels of 'y' are all missing or not finite numbers \(the first: 'failed'\)"
+    ):
+        run_loop(tmp_path / "none", pool, lambda rows: rows.assign(y="failed"), config())
+
+    def some(rows):
+        out = oracle(rows)
+        out.loc[out.index[:2], TARGET] = np.nan
+        return out
+
+    result = run_loop(tmp_path / "some", pool, some, config())
+    assert result.history[-1]["n_labelled"] == 50
+
+
 def test_initial_positions_start_mcmc_chains_and_are_checked(pool):
     """An MCMC refit starts its chains (here without MAP) at the previous run's last draws."""
     from sigmabnn.api import fit

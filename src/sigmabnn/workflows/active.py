@@ -167,6 +167,11 @@ def _labels(oracle: Oracle, rows: pd.DataFrame, target: str) -> pd.DataFrame:
         raise InputError(f"the oracle must return the {len(rows)} rows with a {target!r} column")
     out = rows.reset_index(drop=True).copy()
     out[target] = pd.to_numeric(labelled[target], errors="coerce").to_numpy()
+    if not np.isfinite(out[target].to_numpy(np.float64)).any():  # some missing: the fit drops and counts them
+        raise InputError(
+            f"the oracle's {len(rows)} labels of {target!r} are all missing or not finite numbers "
+            f"(the first: {labelled[target].iloc[0]!r})"
+        )
     return out
 
 
