@@ -200,14 +200,22 @@ def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_
     return pool
 
 
+def _best(pool: _Pool, keep: int) -> _Pool:
+    """The ``keep`` best rows of ``pool`` in their order (ties: earlier rows first)."""
+    if len(pool.scores) <= keep:
+        return pool
+    best = np.sort(top_scores(pool.scores, keep).indices)
+    return _Pool(pool.rows.iloc[best], pool.scores[best], pool.draw_means[best], pool.aleatoric[best])
+
+
 def _merge(pool: _Pool | None, new: _Pool, keep: int) -> _Pool:
-    """The ``keep`` best of ``pool`` and ``new`` (ties: earlier rows first)."""
-    if pool is not None:
-        new = _Pool(pd.concat([pool.rows, new.rows]), *(np.concatenate([a, b]) for a, b in zip(pool[1:], new[1:])))
-    if len(new.scores) <= keep:
+    """The ``keep`` best of ``pool`` and ``new`` (ties: earlier rows first). ``new`` is cut to its own best
+    ``keep`` first (no row it drops could be among the union's best), so a chunk's draws are not copied whole."""
+    new = _best(new, keep)
+    if pool is None:
         return new
-    best = np.sort(top_scores(new.scores, keep).indices)
-    return _Pool(new.rows.iloc[best], new.scores[best], new.draw_means[best], new.aleatoric[best])
+    merged = _Pool(pd.concat([pool.rows, new.rows]), *(np.concatenate([a, b]) for a, b in zip(pool[1:], new[1:])))
+    return _best(merged, keep)
 
 
 def select(
