@@ -89,6 +89,20 @@ def markdown_table(records: Sequence[dict[str, Any]], columns: Sequence[tuple[st
     return "\n".join(lines) + "\n"
 
 
+def run_lines(runs: Sequence[dict[str, Any]], script: str = "") -> str:
+    """One Markdown bullet per invocation of :func:`run_metadata` / :func:`finish_metadata`: its dates, its
+    ``command`` (the arguments, after ``script``) when recorded, and the load average at its start and end."""
+    lines = []
+    for m in runs:
+        text = f"{script} {m.get('command', '')}".strip()
+        command = f": `{text}`" if "command" in m else ""
+        lines.append(
+            f"- {m.get('date')} to {m.get('date_end')}{command}, load average (1/5/15 min) at start "
+            f"{m.get('load_average_1_5_15_at_start')}, at end {m.get('load_average_1_5_15_at_end')}\n"
+        )
+    return "".join(lines)
+
+
 def meta_lines(meta: dict[str, Any]) -> str:
     """One Markdown paragraph on when and where the numbers were measured."""
     return (

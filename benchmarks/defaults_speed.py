@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import defaults  # noqa: E402
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_lines, run_metadata, write  # noqa: E402
 
 OUT = RESULTS_DIR / "defaults_speed.json"
 TEST_FILE = RESULTS_DIR / "defaults.json"
@@ -155,11 +155,7 @@ def render(data: dict[str, Any]) -> str:
         {**r, "load": f"{r.get('load_average_start')}/{r.get('load_average_end')}"}
         for r in sorted(data.get("records", []), key=lambda r: r.get("date", ""))
     ]
-    runs = "".join(
-        f"- {m.get('date')} to {m.get('date_end')}: `defaults_speed.py {m.get('command')}`, load average "
-        f"(1/5/15 min) at start {m.get('load_average_1_5_15_at_start')}, at end {m.get('load_average_1_5_15_at_end')}\n"
-        for m in data.get("runs", [])
-    )
+    runs = run_lines(data.get("runs", []), "defaults_speed.py")
     doc = (__doc__ or "").split("\n\n")
     return (
         "# Goal (d)'s speed part, timed in interleaved repeats\n\n"
