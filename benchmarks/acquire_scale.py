@@ -11,9 +11,13 @@ Parquet file of ``n`` candidates (5 uniform inputs and an id column), with
   candidate's draws, ``n x 1,000`` floats and more, are then held at once).
 
 Models (``kind``): ``regression``, 1,000 networks of ``5-20-20-1`` with a log10 target (random
-weights: the cost does not depend on their values; ``model_load.make_model``), and ``classifier``,
-a 3-class categorical ``5-20-20-3`` BNN sampled by ChEES (8 chains x 125 draws = 1,000 networks, a
-short warm-up: its fit is not what is measured) on 600 synthetic rows. Seconds: the process's wall
+weights: the cost of every criterion but ``bald`` does not depend on their values;
+``model_load.make_model``); ``fitted``, the library's default fit (``sigmabnn.fit(table, "y")``) of
+600 synthetic rows whose first input covers only [-1, 0.3] of the candidates' [-1, 1] (BALD's cost
+does depend on the values: it is computed only for the candidates whose upper bound can reach the
+pool, ``scored`` in the cells); and ``classifier``, a 3-class categorical ``5-20-20-3`` BNN sampled
+by ChEES (8 chains x 125 draws = 1,000 networks, a short warm-up: its fit is not what is measured)
+on 600 synthetic rows. Seconds: the process's wall
 time (JAX start-up and compilation included); peak RSS: ``os.wait4``'s ``ru_maxrss``. The load
 average (1 min) is recorded at each cell's start and end; cells run one at a time.
 
@@ -47,9 +51,9 @@ WORK = Path(tempfile.gettempdir()) / "sigmabnn_acquire_scale"
 CHOOSE = 250
 #: (kind, criterion, how, candidates) in run order: the streamed command at both sizes, the peer where it fits.
 #: The regression model's memory at 10^6 is measured with ``variance`` (the epistemic variance of the draws'
-#: means), whose scoring holds the same per-chunk draws as every criterion's; ``bald``'s quadrature costs
-#: ``32 x 10 x 1,000`` component densities per candidate, so it is timed on 10^4 candidates (a first run of it
-#: on 10^5 had not finished after 8 minutes and was stopped).
+#: means), whose scoring holds the same per-chunk draws as every criterion's. ``bald``'s quadrature costs
+#: ``32 x 10 x 1,000`` component densities per candidate it is computed for; before it skipped the candidates
+#: whose upper bound cannot reach the pool, a run on 10^5 had not finished after 8 minutes and was stopped.
 GRID: tuple[tuple[str, str, str, int], ...] = (
     ("regression", "variance", "streamed", 100_000),
     ("regression", "variance", "whole", 100_000),
@@ -57,6 +61,10 @@ GRID: tuple[tuple[str, str, str, int], ...] = (
     ("regression", "variance", "streamed", 1_000_000),
     ("regression", "random", "streamed", 1_000_000),
     ("regression", "bald", "streamed", 10_000),
+    ("regression", "bald", "streamed", 100_000),
+    ("fitted", "bald", "streamed", 10_000),
+    ("fitted", "bald", "streamed", 100_000),
+    ("fitted", "bald", "streamed", 1_000_000),
     ("classifier", "bald", "streamed", 100_000),
     ("classifier", "bald", "whole", 100_000),
     ("classifier", "bald", "streamed", 1_000_000),
@@ -89,6 +97,17 @@ def model_dir(kind: str) -> Path:
         from model_load import make_model
 
         fitted = make_model("5-20-20-1", 1000)
+    elif kind == "fitted":
+        import pandas as pd
+
+        import sigmabnn
+
+        rng = np.random.default_rng(1)
+        x = rng.uniform(-1, 1, size=(600, 5))
+        x[:, 0] = rng.uniform(-1, 0.3, size=600)
+        y = np.sin(2 * x[:, 0]) + x[:, 1] * x[:, 2] + 0.3 * x[:, 3] + 0.1 * rng.normal(size=600)
+        df = pd.DataFrame(x, columns=[f"x{i}" for i in range(5)]).assign(y=y)
+        fitted, _ = sigmabnn.fit(df, "y", progress=False, seed=0)
     else:
         import pandas as pd
 
@@ -136,11 +155,14 @@ def measure(kind: str, criterion: str, how: str, n: int) -> dict[str, Any]:
     err = log.read_text(errors="replace").strip().splitlines()
     ok = os.waitstatus_to_exitcode(status) == 0
     rows = sum(1 for _ in open(out)) - 1 if ok and out.exists() else None
+    note = [line for line in err if " computed for " in line]
+    scored = int(note[-1].split(" computed for ")[1].split(" of ")[0].replace(",", "")) if note else n
     return {
         "kind": kind, "criterion": criterion, "how": how, "candidates": n, "status": "ok" if ok else "failed",
         "error": None if ok else (err[-1] if err else "no stderr"), "seconds": round(seconds, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1), "rows_written": rows,
-        "load_average_start": round(load0, 2), "load_average_end": round(os.getloadavg()[0], 2),
+        "scored": scored if ok else None, "load_average_start": round(load0, 2),
+        "load_average_end": round(os.getloadavg()[0], 2),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }  # fmt: skip
 
@@ -162,7 +184,7 @@ def whole_table_projection(records: Sequence[dict[str, Any]], kind: str, n: int 
 COLUMNS = [
     ("kind", "model", ""), ("criterion", "criterion", ""), ("how", "how", ""), ("candidates", "candidates", ",d"),
     ("status", "status", ""), ("seconds", "seconds", ".1f"), ("peak_rss_mb", "peak RSS MB", ".0f"),
-    ("rows_written", "rows written", "d"), ("load", "load start/end", ""),
+    ("rows_written", "rows written", "d"), ("scored", "scored", ",d"), ("load", "load start/end", ""),
 ]  # fmt: skip
 
 
@@ -170,13 +192,18 @@ def render(data: dict[str, Any]) -> str:
     records = data.get("records", [])
     rows = [{**r, "load": f"{r['load_average_start']}/{r['load_average_end']}"} for r in records]
     lines = []
-    for kind in ("regression", "classifier"):
+    for kind in ("regression", "fitted", "classifier"):
         big = [r for r in records if r["kind"] == kind and r["how"] == "streamed"]
         proj = whole_table_projection(records, kind)
         for r in big:
             lines.append(
                 f"- {kind}, {r['criterion']}: {r['candidates']:,} candidates streamed in {r['seconds']:.0f} s with a "
                 f"peak of {r['peak_rss_mb']:.0f} MB ({r['status']})"
+                + (
+                    f", the score computed for {r['scored']:,}"
+                    if (r.get("scored") or r["candidates"]) < r["candidates"]
+                    else ""
+                )
             )
         if proj is not None:
             lines.append(f"- {kind}: the whole-table peer's peak RSS, extrapolated linearly to 10^6: {proj:.0f} MB")
@@ -198,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--force", action="store_true", help="rerun cells already recorded")
+    ap.add_argument("--rerun", action="append", default=[], metavar="KIND,CRITERION,HOW,N",
+                    help="rerun this recorded cell (repeatable)")  # fmt: skip
     ap.add_argument("--table-only", action="store_true", help="regenerate the Markdown from the JSON")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -208,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = json.loads(args.out.read_text()) if args.out.exists() else {"records": [], "runs": []}
     if not args.table_only:
         WORK.mkdir(parents=True, exist_ok=True)
-        done = {_key(r) for r in data["records"]}
+        rerun = {(k, c, h, int(n)) for k, c, h, n in (spec.split(",") for spec in args.rerun)}
+        done = {_key(r) for r in data["records"]} - rerun
         meta = run_metadata("benchmarks/acquire_scale.py")
         data["runs"].append(meta)
         for cell in GRID:

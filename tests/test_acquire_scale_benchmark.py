@@ -40,3 +40,8 @@ def test_a_tiny_grid_records_each_cell_and_resumes(bench, tmp_path, monkeypatch)
     assert "| regression | bald | streamed | 600 | ok |" in out.with_suffix(".md").read_text()
     assert bench.main(["--out", str(out)]) == 0  # nothing left to run: the same records
     assert json.loads(out.read_text())["records"] == records
+    assert all(r["scored"] == r["candidates"] for r in records)  # 600 rows: fewer than the pool, all scored
+    assert bench.main(["--out", str(out), "--rerun", "regression,bald,whole,900"]) == 0
+    again = json.loads(out.read_text())["records"]
+    assert again[:2] == records[:2] and again[2]["candidates"] == 900 and again[2] != records[2]  # measured anew
+    assert len(json.loads(out.read_text())["runs"]) == 3

@@ -1,4 +1,5 @@
-"""Acquisition scores against closed forms: BALD of coinciding, separated and normally spread components."""
+"""Acquisition scores against closed forms: BALD of coinciding, separated and normally spread components,
+its upper bound, and the pruned search for the best BALD scores."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from scipy import stats
 from sigmabnn.acquisition.regression import (
     aleatoric_variance,
     bald,
+    bald_bound,
     epistemic_variance,
     quadrature_nodes,
     relative_epistemic_std,
+    top_bald,
 )
 from sigmabnn.errors import InputError
 from sigmabnn.predict.components import Components
@@ -85,3 +88,60 @@ def test_bald_refuses_several_targets():
     c = Components(np.zeros((2, 4, 2)), np.ones((2, 4, 2)), None, False)
     with pytest.raises(InputError, match="one target"):
         bald(c)
+
+
+def _mixture_information(mu: np.ndarray, var: np.ndarray, df: float | None) -> float:
+    """I(y; theta) of one point's equal-weight mixture by the trapezoid rule on a fine grid."""
+    y = np.linspace(mu.min() - 60, mu.max() + 60, 400001)
+    if df is None:
+        p = np.array([stats.norm.pdf(y, m, math.sqrt(v)) for m, v in zip(mu, var)])
+    else:
+        p = np.array([stats.t.pdf(y, df, m, math.sqrt(v * (df - 2) / df)) for m, v in zip(mu, var)])
+    mix = p.mean(axis=0)
+    return float(np.mean([np.trapezoid(q * np.log(np.maximum(q, 1e-300) / np.maximum(mix, 1e-300)), y) for q in p]))
+
+
+@pytest.mark.parametrize("df", [None, 5.0])
+def test_bald_bound_is_above_the_mutual_information_and_equal_for_one_noise_and_spread_means(df):
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        mu, var = rng.normal(0, 2, size=6), rng.uniform(0.1, 2.0, size=6)
+        exact = _mixture_information(mu, var, df)
+        bound = bald_bound(_components(mu[None, :], var[None, :], df))[0]
+        assert exact <= bound + 1e-6
+        assert bound - exact > 1e-3  # a mixture of separated bumps is far from Gaussian
+        assert bald(_components(mu[None, :], var[None, :], df), max_outer=None)[0] <= bound
+    # Gaussian networks with one noise variance a and means of variance v: U = log(1 + v / a) / 2
+    mu = rng.normal(size=(3, 40))
+    u = bald_bound(_components(mu, np.full((3, 40), 0.3)))
+    assert np.allclose(u, 0.5 * np.log1p(mu.var(axis=1) / 0.3), rtol=1e-12)
+
+
+def _spread_points(n: int, t_nets: int, seed: int) -> Components:
+    rng = np.random.default_rng(seed)
+    spread = rng.lognormal(-1.0, 1.0, size=(n, 1))
+    mu = rng.normal(size=(n, 1)) + spread * rng.standard_t(3, size=(n, t_nets))
+    return _components(mu, 0.05 * rng.lognormal(0.0, 0.3, size=(n, t_nets)))
+
+
+@pytest.mark.parametrize("block", [64, 4096])
+def test_top_bald_finds_the_best_scores_of_all_points_and_skips_others(monkeypatch, block):
+    import sigmabnn.acquisition.regression as module
+
+    monkeypatch.setattr(module, "TOP_BALD_BLOCK", block)
+    c, keep = _spread_points(3000, 40, 0), 100
+    full = bald(c)
+    rows, scores = top_bald(c, keep)
+    assert np.all(np.diff(rows) > 0) and np.allclose(scores, full[rows], rtol=1e-10, atol=0)
+    best = np.argsort(-full, kind="stable")[:keep]
+    assert set(best) <= set(rows)
+    assert len(rows) < 3000 if block == 64 else len(rows) <= 3000
+    # streamed: the second half with the first half's best as incumbents keeps the same best
+    half = Components(c.mean[:1500], c.var[:1500], None, True), Components(c.mean[1500:], c.var[1500:], None, True)
+    rows1, scores1 = top_bald(half[0], keep)
+    held = scores1[np.argsort(-scores1, kind="stable")[:keep]]
+    rows2, scores2 = top_bald(half[1], keep, held)
+    union = np.concatenate([rows1, rows2 + 1500])
+    merged = np.concatenate([scores1, scores2])
+    assert set(union[np.argsort(-merged, kind="stable")[:keep]]) == set(best)
+    assert np.allclose(scores2, full[rows2 + 1500], rtol=1e-10, atol=0)

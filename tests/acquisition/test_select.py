@@ -158,3 +158,25 @@ def test_a_classifier_refuses_the_criteria_and_batch_of_a_regression_model(class
     with pytest.raises(InputError, match="'greedy' is not one for a classifier"):
         select(classifier, candidates, 5, batch="greedy")
     assert len(select(classifier, candidates, 5, criterion="random").rows) == 5
+
+
+@pytest.mark.parametrize("batch", ["greedy", "top"])
+def test_bald_scores_only_the_rows_that_can_reach_the_pool_and_picks_what_scoring_all_picks(
+    model, candidates, batch, monkeypatch
+):
+    """The pruned search (``top_bald``) keeps the pool that every row's score gives, so the batch is the same."""
+    import sigmabnn.acquisition.regression as regression
+    from sigmabnn.acquisition import candidate_scores, greedy_batch, top_scores
+
+    monkeypatch.setattr(regression, "TOP_BALD_BLOCK", 16)
+    chunks = (candidates.iloc[i : i + 100] for i in range(0, len(candidates), 100))
+    got = select(model, chunks, 10, criterion="bald", batch=batch, pool_size=40)
+    scores, means, aleatoric = candidate_scores(model, candidates, "bald")
+    pool = np.sort(top_scores(scores, 40).indices)
+    if batch == "top":
+        expected = top_scores(scores, 10).indices
+    else:
+        expected = pool[greedy_batch(means[pool], aleatoric[pool], scores[pool], 10, "bald").indices]
+    assert list(got.rows.index) == list(expected)
+    assert np.allclose(got.rows["score"].iloc[0], scores[expected[0]], rtol=1e-10)
+    assert got.num_candidates == 500 and 40 <= got.num_scored < 500

@@ -156,3 +156,17 @@ def test_acquire_refuses_a_regression_option_for_a_classifier(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and "for a classifier" in err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_acquire_says_how_many_candidates_bald_was_computed_for(model_dir, candidates, tmp_path, capsys, monkeypatch):
+    import sigmabnn.acquisition.regression as regression
+
+    monkeypatch.setattr(regression, "TOP_BALD_BLOCK", 16)  # blocks small beside 700 rows
+    path, fitted = model_dir
+    cand = tmp_path / "cand.csv"
+    candidates.to_csv(cand, index=False)
+    out = tmp_path / "chosen.csv"
+    assert main(["acquire", str(path), str(cand), "--n", "5", "--pool-size", "20", "-o", str(out)]) == 0
+    scored = select(fitted, candidates, 5, pool_size=20).num_scored
+    assert scored < 700
+    assert f"note: bald computed for {scored:,} of 700 candidates" in capsys.readouterr().err

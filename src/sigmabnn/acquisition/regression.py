@@ -26,6 +26,13 @@ Gaussian of the mixture's mean and variance; the first term (no mixture in it, c
 over all ``T`` components, only the second, small where the mixture is near Gaussian, over the
 ``M``. Cost per point: ``M K T`` component log densities.
 
+An upper bound (:func:`bald_bound`): the Gaussian of the mixture's variance has the largest entropy
+of all distributions with that variance, so ``I <= U = H[N(0, v_mix)] - (1/T) sum_t H[p_t]``, in
+closed form at ``O(T)`` per point (``U`` is the estimator's first term, exact for Gaussian
+components; the second is ``-KL(p_mix || q) <= 0``). :func:`bald` caps its estimate at ``U``, and
+:func:`top_bald` uses it to compute the estimate only for the points that can be among the best:
+those whose ``U`` reaches the best estimates' threshold, in decreasing order of ``U``.
+
 Classification models are scored from class probabilities ``[draws, n, classes]`` with the
 estimator ``H[mean_t p_t] - mean_t H[p_t]`` (the classification scores are a separate module);
 this module covers regression likelihoods.
@@ -51,9 +58,11 @@ __all__ = [
     "MAX_OUTER",
     "aleatoric_variance",
     "bald",
+    "bald_bound",
     "epistemic_variance",
     "quadrature_nodes",
     "relative_epistemic_std",
+    "top_bald",
 ]
 
 #: Quadrature nodes per component of :func:`bald`.
@@ -62,6 +71,8 @@ BALD_NODES = 10
 MAX_OUTER = 32
 #: Points per jitted BALD chunk (bounds the ``[c, M, K, T]`` intermediate).
 _BALD_CHUNK = 256
+#: Points :func:`top_bald` estimates at a time once it holds ``keep`` estimates (a multiple of the chunk).
+TOP_BALD_BLOCK = 8 * _BALD_CHUNK
 
 
 def epistemic_variance(c: Components) -> np.ndarray:
@@ -95,12 +106,22 @@ def quadrature_nodes(df: float | None, k: int = BALD_NODES) -> tuple[np.ndarray,
     return x, np.full(k, 1.0 / k)
 
 
-def _node_log_densities(mu: jax.Array, var: jax.Array, y: jax.Array, df: float | None) -> jax.Array:
-    """``[T, c, P]`` every network's log density at nodes ``y`` ``[c, P]``; ``mu``, ``var`` ``[c, T]``."""
-    t_nets, (c, p) = mu.shape[1], y.shape
-    mu_b = jnp.broadcast_to(jnp.swapaxes(mu, 0, 1)[:, :, None], (t_nets, c, p)).reshape(t_nets, -1, 1)
-    var_b = jnp.broadcast_to(jnp.swapaxes(var, 0, 1)[:, :, None], (t_nets, c, p)).reshape(t_nets, -1, 1)
-    return component_log_density(mu_b, var_b, y.reshape(-1, 1), df).reshape(t_nets, c, p)
+def _nodes_log_density(mu: jax.Array, var: jax.Array, y: jax.Array, df: float | None) -> jax.Array:
+    """``[c, T, P]`` every network's log density at nodes ``y`` ``[c, P]``; ``mu``, ``var`` ``[c, T]``.
+
+    The squared distances ``q = (y - mu)^2 / var`` are one contraction of the coefficients
+    ``(mu^2 / var, -2 mu / var, 1 / var)`` with the powers ``(1, y, y^2)`` (the densities of
+    :func:`sigmabnn.predict.mixture.component_log_density`); ``mu`` and ``y`` are standardised by the
+    caller, so the cancellation in ``q`` costs no more than ``max(y^2 / var)`` ulps.
+    """
+    inv = 1.0 / var
+    coef = jnp.stack([mu * mu * inv, -2.0 * mu * inv, inv], axis=2)  # [c, T, 3]
+    powers = jnp.stack([jnp.ones_like(y), y, y * y], axis=1)  # [c, 3, P]
+    q = jnp.maximum(jnp.einsum("ctj,cjp->ctp", coef, powers), 0.0)
+    if df is None:
+        return -0.5 * q - 0.5 * jnp.log(2.0 * jnp.pi * var)[:, :, None]
+    norm = jax.scipy.special.gammaln(0.5 * (df + 1.0)) - jax.scipy.special.gammaln(0.5 * df)
+    return norm - 0.5 * jnp.log(jnp.pi * (df - 2.0) * var)[:, :, None] - 0.5 * (df + 1.0) * jnp.log1p(q / (df - 2.0))
 
 
 def _gaussian_log_density(m: jax.Array, v: jax.Array, y: jax.Array) -> jax.Array:
@@ -114,20 +135,23 @@ def _gaussian_log_density(m: jax.Array, v: jax.Array, y: jax.Array) -> jax.Array
 def _bald_chunk(mu: jax.Array, var: jax.Array, outer: jax.Array, x: jax.Array, w: jax.Array, df: float | None):
     """MI ``[c]`` of components ``mu``, ``var`` ``[c, T]``; ``outer`` ``[M]`` component indices.
 
-    ``KL(p_o || p_mix) = G_o + E_o[log q - log p_mix]`` with ``q`` the Gaussian of the mixture's
-    mean and variance and ``G_o = KL(p_o || q)`` (a control variate): ``G_o`` is averaged over all
-    ``T`` components (cheap, no mixture), the rest over the ``M`` outer ones.
+    The mixture is first standardised to mean 0 and variance 1 (the mutual information does not
+    change under an affine map of ``y``). ``KL(p_o || p_mix) = G_o + E_o[log q - log p_mix]`` with
+    ``q = N(0, 1)``, the Gaussian of the mixture's mean and variance, and ``G_o = KL(p_o || q)`` (a
+    control variate): ``G_o`` is averaged over all ``T`` components (cheap, no mixture), the rest
+    over the ``M`` outer ones.
     """
     c, t_nets = mu.shape
-    m_mix = jnp.mean(mu, axis=1)
-    v_mix = jnp.var(mu, axis=1) + jnp.mean(var, axis=1)
+    scale2 = jnp.var(mu, axis=1, keepdims=True) + jnp.mean(var, axis=1, keepdims=True)
+    mu = (mu - jnp.mean(mu, axis=1, keepdims=True)) / jnp.sqrt(scale2)
+    var = jnp.maximum(var / scale2, jnp.finfo(jnp.float64).tiny)
+    zero, one = jnp.zeros(c), jnp.ones(c)
     y_all = mu[:, :, None] + jnp.sqrt(var)[:, :, None] * x  # [c, T, K] every component's nodes
     own_all = component_log_density(mu[:, :, None, None], var[:, :, None, None], y_all[..., None], df)  # [c, T, K]
-    g_all = jnp.sum(w * (own_all - _gaussian_log_density(m_mix, v_mix, y_all)), axis=-1)  # [c, T]
-    y = y_all[:, outer, :]  # [c, M, K]
-    logp = _node_log_densities(mu, var, y.reshape(c, -1), df).reshape(t_nets, c, outer.shape[0], x.shape[0])
-    log_mix = jax.scipy.special.logsumexp(logp, axis=0) - jnp.log(t_nets)  # [c, M, K]
-    rest = jnp.sum(w * (_gaussian_log_density(m_mix, v_mix, y) - log_mix), axis=-1)  # [c, M]
+    g_all = jnp.sum(w * (own_all - _gaussian_log_density(zero, one, y_all)), axis=-1)  # [c, T]
+    y = y_all[:, outer, :].reshape(c, -1)  # [c, M K]
+    log_mix = jax.scipy.special.logsumexp(_nodes_log_density(mu, var, y, df), axis=1) - jnp.log(t_nets)  # [c, M K]
+    rest = jnp.sum(w * (_gaussian_log_density(zero, one, y) - log_mix).reshape(c, outer.shape[0], -1), axis=-1)
     return jnp.mean(g_all, axis=1) + jnp.mean(rest, axis=1)
 
 
@@ -150,4 +174,63 @@ def bald(c: Components, *, nodes: int = BALD_NODES, max_outer: int | None = MAX_
         mu_c = np.pad(mu[start:stop], ((0, pad), (0, 0)), mode="edge")
         var_c = np.pad(var[start:stop], ((0, pad), (0, 0)), mode="edge")
         out[start:stop] = np.asarray(_bald_chunk(mu_c, var_c, outer, x, w, c.df))[: stop - start]
-    return np.maximum(out, 0.0)
+    return np.clip(out, 0.0, bald_bound(c))
+
+
+def _unit_entropy(df: float | None) -> float:
+    """Entropy in nats of a zero-mean, unit-variance component (Gaussian, or Student-t with ``df``)."""
+    if df is None:
+        return 0.5 * math.log(2.0 * math.pi * math.e)
+    return float(stats.t.entropy(df)) + 0.5 * math.log((df - 2.0) / df)
+
+
+def bald_bound(c: Components) -> np.ndarray:
+    """``[n]`` the upper bound ``U >= I(y; theta)`` in nats (module docstring), float64, first target.
+
+    ``U = log(2 pi e v_mix) / 2 - h(df) - (1/T) sum_t log(var_t) / 2``: ``v_mix`` the mixture's
+    variance, ``h`` the entropy of a unit-variance component. ``U >= 0``, and ``U = I`` when the
+    networks agree (``U`` is ``log(1 + v / a) / 2`` for means of variance ``v`` and one noise variance ``a``).
+    """
+    mu, var = c.mean[..., 0], np.maximum(c.var[..., 0], np.finfo(np.float64).tiny)
+    v_mix = np.var(mu, axis=1) + np.mean(var, axis=1)
+    gauss = 0.5 * np.log(2.0 * np.pi * np.e * v_mix)
+    return np.maximum(gauss - _unit_entropy(c.df) - 0.5 * np.mean(np.log(var), axis=1), 0.0)
+
+
+def _threshold(scores: np.ndarray, keep: int) -> float:
+    """The ``keep``-th largest of ``scores`` (``-inf`` while there are fewer)."""
+    return float(np.partition(scores, len(scores) - keep)[len(scores) - keep]) if len(scores) >= keep else -np.inf
+
+
+def top_bald(
+    c: Components, keep: int, incumbents: np.ndarray | None = None, **bald_options
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, scores)``: the points of ``c`` that can be among the ``keep`` best :func:`bald` scores of
+    ``incumbents`` (scores already held, e.g. earlier chunks' best) and these points, with their scores.
+
+    Points are estimated in decreasing order of :func:`bald_bound`, first the ``keep`` largest bounds,
+    then :data:`TOP_BALD_BLOCK` at a time, until the next bound is below the ``keep``-th best score so
+    far; every point left out has ``bald <= U`` below that threshold, so the ``keep`` best of the
+    incumbents and the returned points are those of all points (ties at the threshold included).
+    ``rows``: indices into the points, in increasing order; ``bald_options``: :func:`bald`'s.
+    """
+    if keep < 1:
+        raise InputError(f"keep must be >= 1, got {keep}")
+    held = np.zeros(0) if incumbents is None else np.asarray(incumbents, np.float64)
+    bound = bald_bound(c)
+    order = np.argsort(-bound, kind="stable")
+    done, scores, start = [], [], 0
+    while start < len(order):
+        threshold = _threshold(np.concatenate([held, *scores]), keep)
+        if bound[order[start]] < threshold:
+            break
+        size = max(keep - len(held) - start, TOP_BALD_BLOCK)
+        rows = order[start : start + size]
+        done.append(rows)
+        scores.append(bald(Components(c.mean[rows], c.var[rows], c.df, c.log10), **bald_options))
+        start += len(rows)
+    if not done:
+        return np.zeros(0, np.int64), np.zeros(0)
+    rows, values = np.concatenate(done), np.concatenate(scores)
+    by_row = np.argsort(rows, kind="stable")
+    return rows[by_row], values[by_row]

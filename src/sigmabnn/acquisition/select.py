@@ -7,7 +7,9 @@ variance, ``pool_size x T`` floats: memory does not grow with the number of cand
 ``n`` of them: greedily with conditioning (:func:`~sigmabnn.acquisition.batch.greedy_batch`,
 ``batch="greedy"``) or the ``n`` best single-point scores (``batch="top"``).
 
-Criteria (:data:`CRITERIA`): ``"bald"`` (:func:`~sigmabnn.acquisition.regression.bald`),
+Criteria (:data:`CRITERIA`): ``"bald"`` (:func:`~sigmabnn.acquisition.regression.bald`; computed only for the rows whose
+closed-form upper bound can reach the pool, :func:`~sigmabnn.acquisition.regression.top_bald`: the
+same pool as scoring every row),
 ``"variance"`` (:func:`~sigmabnn.acquisition.regression.epistemic_variance`, log space for a log
 target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_epistemic_std`),
 ``"epig"`` (:mod:`~sigmabnn.acquisition.epig`: the information a label gives about the predictions
@@ -42,7 +44,13 @@ from sigmabnn import compiler
 from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, top_scores
 from sigmabnn.acquisition.classification import classification_scores, stochastic_batch
 from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
-from sigmabnn.acquisition.regression import aleatoric_variance, bald, epistemic_variance, relative_epistemic_std
+from sigmabnn.acquisition.regression import (
+    aleatoric_variance,
+    bald,
+    epistemic_variance,
+    relative_epistemic_std,
+    top_bald,
+)
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.names import (
@@ -78,12 +86,15 @@ class Selection(NamedTuple):
         rows: the chosen rows with all their columns unchanged, plus ``score``; the index is each
             row's position among all candidates (0-based, in streaming order).
         scores: ``[n]`` the score of each when picked (greedy: conditioned on the picks before it).
-        num_candidates: rows scored in all.
+        num_candidates: candidate rows read in all.
+        num_scored: rows whose score was computed (fewer than ``num_candidates`` for ``"bald"`` on a
+            regression model: the rows whose upper bound could not reach the pool were skipped).
     """
 
     rows: pd.DataFrame
     scores: np.ndarray
     num_candidates: int
+    num_scored: int
 
 
 class Targets(NamedTuple):
@@ -146,6 +157,14 @@ def candidate_scores(
         raise InputError("the epig criterion needs target inputs")
     t = centred_rows(targets.draw_means)
     return epig_from_rows(centred_rows(means), aleatoric, t, targets.aleatoric), means, aleatoric
+
+
+def _bald_pool(fitted: FittedModel, chunk: pd.DataFrame, x: Any, pool: _Pool | None, keep: int) -> _Pool:
+    """The rows of ``chunk`` that can join the ``keep`` best BALD scores of ``pool`` and the chunk, scored
+    (:func:`~sigmabnn.acquisition.regression.top_bald`)."""
+    comps = draw_components(fitted, x)
+    rows, scores = top_bald(comps, keep, None if pool is None else pool.scores)
+    return _Pool(chunk.iloc[rows], scores, comps.mean[rows, :, 0], aleatoric_variance(comps)[rows])
 
 
 def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
@@ -256,7 +275,7 @@ def select(
     batch = default_batch(fitted) if batch is None else batch
     keep = _check(fitted, n, criterion, batch, pool_size)
     chunks = [candidates] if isinstance(candidates, pd.DataFrame) else candidates
-    key, pool, total = jax.random.key(seed), None, 0
+    key, pool, total, scored = jax.random.key(seed), None, 0, 0
     target_set: Targets | None = None
     for chunk in chunks:
         chunk = chunk.set_axis(pd.RangeIndex(total, total + len(chunk)))
@@ -268,14 +287,15 @@ def select(
         else:
             x = _inputs(fitted, chunk, features)
             if _is_classifier(fitted):  # no draws of a regression mean to condition a batch on
-                scored = class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk))
+                new = _Pool(chunk, class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
+            elif criterion == "bald":
+                new = _bald_pool(fitted, chunk, x, pool, keep)
             else:
                 if criterion == "epig" and target_set is None:
                     target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
-                scored = candidate_scores(fitted, x, criterion, target_set)
-            new = _Pool(chunk, *scored)
-        pool, total = _merge(pool, new, keep), total + len(chunk)
-    if pool is None:
+                new = _Pool(chunk, *candidate_scores(fitted, x, criterion, target_set))
+        pool, total, scored = _merge(pool, new, keep), total + len(chunk), scored + len(new.scores)
+    if pool is None or len(pool.scores) == 0:
         raise InputError("no candidate rows to choose from")
     k = min(int(n), len(pool.scores))
     picks: BatchPicks
@@ -292,4 +312,4 @@ def select(
     if "score" in rows.columns:
         raise InputError("the candidates already have a column named 'score'")
     rows["score"] = picks.scores
-    return Selection(rows, picks.scores, total)
+    return Selection(rows, picks.scores, total, scored)

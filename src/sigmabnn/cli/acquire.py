@@ -75,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
     chosen = select(fitted, chunks, args.n, criterion=args.criterion, batch=args.batch, pool_size=args.pool_size,
                     seed=args.seed, features=args.features)  # fmt: skip
     rows = chosen.rows.reset_index(drop=True)
+    if chosen.num_scored < chosen.num_candidates:
+        print(
+            f"sigmabnn acquire: note: {args.criterion} computed for {chosen.num_scored:,} of {chosen.num_candidates:,} "
+            "candidates; the others' upper bound could not reach the best",
+            file=sys.stderr,
+        )
     if len(rows) < args.n:
         print(
             f"sigmabnn acquire: note: only {chosen.num_candidates} candidate rows for --n {args.n}: "
