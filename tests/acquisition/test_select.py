@@ -180,3 +180,19 @@ def test_bald_scores_only_the_rows_that_can_reach_the_pool_and_picks_what_scorin
     assert list(got.rows.index) == list(expected)
     assert np.allclose(got.rows["score"].iloc[0], scores[expected[0]], rtol=1e-10)
     assert got.num_candidates == 500 and 40 <= got.num_scored < 500
+
+
+@pytest.mark.parametrize("criterion", ["bald", "variance", "epig"])
+def test_a_chunk_is_scored_a_block_of_rows_at_a_time_with_the_same_choice(model, candidates, criterion, monkeypatch):
+    module = importlib.import_module("sigmabnn.acquisition.select")
+    whole = select(model, candidates, 10, criterion=criterion, pool_size=60)
+    seen = []
+    draw_components = module.draw_components
+    monkeypatch.setattr(
+        module, "draw_components", lambda f, x, **kw: seen.append(len(x)) or draw_components(f, x, **kw)
+    )
+    monkeypatch.setattr(module, "COMPONENTS_AT_ONCE", 37 * model.num_networks)  # 37-row blocks
+    blocked = select(model, candidates, 10, criterion=criterion, pool_size=60)
+    blocks = seen[1:] if criterion == "epig" else seen  # epig's first call: its targets, a sample of the chunk
+    assert max(blocks) <= 37 and sum(blocks) == len(candidates) and list(blocked.rows.index) == list(whole.rows.index)
+    assert np.allclose(blocked.scores, whole.scores, rtol=1e-10)

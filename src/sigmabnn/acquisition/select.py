@@ -3,7 +3,8 @@
 :func:`select` streams the candidates (a DataFrame or an iterable of DataFrame chunks, e.g.
 :func:`sigmabnn.data.tables.read_table_chunks`), scores every row with the criterion, keeps the
 ``pool_size`` best rows with what the batch step needs (each network's mean and the aleatoric
-variance, ``pool_size x T`` floats: memory does not grow with the number of candidates), and picks
+variance, ``pool_size x T`` floats; a chunk is scored :data:`COMPONENTS_AT_ONCE` network means at a time:
+memory grows neither with the number of candidates nor with the chunk's rows), and picks
 ``n`` of them: greedily with conditioning (:func:`~sigmabnn.acquisition.batch.greedy_batch`,
 ``batch="greedy"``) or the ``n`` best single-point scores (``batch="top"``).
 
@@ -75,6 +76,9 @@ CLASS_BATCH_MODES: tuple[str, ...] = CLASS_ACQUISITION_BATCH_MODES
 POOL_PER_PICK, MIN_POOL = 20, 10_000
 #: Most per-network class probabilities (networks x rows x classes, float64) held at once while scoring.
 CLASS_PROBABILITIES_AT_ONCE = 2**23
+#: Most network means (networks x rows, float64; as many aleatoric variances) of a regression model held at once
+#: while scoring: a candidate chunk is scored this many at a time.
+COMPONENTS_AT_ONCE = 2**23
 
 _SCORES = {"bald": bald, "variance": epistemic_variance, "relative_std": relative_epistemic_std}
 
@@ -165,6 +169,32 @@ def _bald_pool(fitted: FittedModel, chunk: pd.DataFrame, x: Any, pool: _Pool | N
     comps = draw_components(fitted, x)
     rows, scores = top_bald(comps, keep, None if pool is None else pool.scores)
     return _Pool(chunk.iloc[rows], scores, comps.mean[rows, :, 0], aleatoric_variance(comps)[rows])
+
+
+def _no_draws(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The empty draw means ``[n, 0]`` and zero aleatoric variances of rows without a regression mean."""
+    return np.zeros((n, 0)), np.zeros(n)
+
+
+def _blocks(fitted: FittedModel, n: int) -> list[slice]:
+    """The row blocks a chunk of ``n`` rows is scored in: at most :data:`COMPONENTS_AT_ONCE` network means of a
+    regression model at once (a classifier's scores are blockwise already), so memory does not grow with the
+    chunk."""
+    rows = n if _is_classifier(fitted) else max(1, COMPONENTS_AT_ONCE // fitted.num_networks)
+    return [slice(a, min(a + rows, n)) for a in range(0, n, rows)]
+
+
+def _scored(
+    fitted: FittedModel, rows: pd.DataFrame, x: Any, criterion: str, target_set: Targets | None, pool: _Pool | None,
+    keep: int,
+) -> _Pool:  # fmt: skip
+    """``rows`` (a block of candidates, ``x`` their model inputs) scored under ``criterion`` (not ``"random"``), with
+    what the batch step needs; for ``"bald"`` only those that can join the ``keep`` best of ``pool``."""
+    if _is_classifier(fitted):  # no draws of a regression mean to condition a batch on
+        return _Pool(rows, class_scores(fitted, x, criterion), *_no_draws(len(rows)))
+    if criterion == "bald":
+        return _bald_pool(fitted, rows, x, pool, keep)
+    return _Pool(rows, *candidate_scores(fitted, x, criterion, target_set))
 
 
 def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
@@ -283,18 +313,16 @@ def select(
             continue
         if criterion == "random":
             u = np.asarray(_uniform(key, jnp.arange(total, total + len(chunk))))
-            new = _Pool(chunk, u, np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
-        else:
-            x = _inputs(fitted, chunk, features)
-            if _is_classifier(fitted):  # no draws of a regression mean to condition a batch on
-                new = _Pool(chunk, class_scores(fitted, x, criterion), np.zeros((len(chunk), 0)), np.zeros(len(chunk)))
-            elif criterion == "bald":
-                new = _bald_pool(fitted, chunk, x, pool, keep)
-            else:
-                if criterion == "epig" and target_set is None:
-                    target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
-                new = _Pool(chunk, *candidate_scores(fitted, x, criterion, target_set))
-        pool, total, scored = _merge(pool, new, keep), total + len(chunk), scored + len(new.scores)
+            pool, scored = _merge(pool, _Pool(chunk, u, *_no_draws(len(chunk))), keep), scored + len(chunk)
+            total += len(chunk)
+            continue
+        x = _inputs(fitted, chunk, features)
+        if criterion == "epig" and target_set is None and not _is_classifier(fitted):
+            target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
+        for rows in _blocks(fitted, len(chunk)):
+            new = _scored(fitted, chunk.iloc[rows], x.iloc[rows], criterion, target_set, pool, keep)
+            pool, scored = _merge(pool, new, keep), scored + len(new.scores)
+        total += len(chunk)
     if pool is None or len(pool.scores) == 0:
         raise InputError("no candidate rows to choose from")
     k = min(int(n), len(pool.scores))
