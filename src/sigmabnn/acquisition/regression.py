@@ -226,6 +226,7 @@ def top_bald(
             break
         size = max(keep - len(held) - start, TOP_BALD_BLOCK)
         rows = order[start : start + size]
+        rows = rows[bound[rows] >= threshold]  # a prefix: the bounds decrease
         done.append(rows)
         scores.append(bald(Components(c.mean[rows], c.var[rows], c.df, c.log10), **bald_options))
         start += len(rows)

@@ -179,8 +179,8 @@ def _no_draws(n: int) -> tuple[np.ndarray, np.ndarray]:
 def _blocks(fitted: FittedModel, n: int) -> list[slice]:
     """The row blocks a chunk of ``n`` rows is scored in: at most :data:`COMPONENTS_AT_ONCE` network means of a
     regression model at once (a classifier's scores are blockwise already), so memory does not grow with the
-    chunk."""
-    rows = n if _is_classifier(fitted) else max(1, COMPONENTS_AT_ONCE // fitted.num_networks)
+    chunk; a power of two of rows, so the prediction engine's power-of-two chunks fill a block without padding."""
+    rows = n if _is_classifier(fitted) else 1 << max(0, (COMPONENTS_AT_ONCE // fitted.num_networks).bit_length() - 1)
     return [slice(a, min(a + rows, n)) for a in range(0, n, rows)]
 
 
@@ -249,17 +249,25 @@ def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_
     return pool
 
 
+def _take(pool: _Pool, rows: np.ndarray) -> _Pool:
+    """The rows ``rows`` (positions) of ``pool``."""
+    return _Pool(pool.rows.iloc[rows], pool.scores[rows], pool.draw_means[rows], pool.aleatoric[rows])
+
+
 def _best(pool: _Pool, keep: int) -> _Pool:
     """The ``keep`` best rows of ``pool`` in their order (ties: earlier rows first)."""
     if len(pool.scores) <= keep:
         return pool
-    best = np.sort(top_scores(pool.scores, keep).indices)
-    return _Pool(pool.rows.iloc[best], pool.scores[best], pool.draw_means[best], pool.aleatoric[best])
+    return _take(pool, np.sort(top_scores(pool.scores, keep).indices))
 
 
 def _merge(pool: _Pool | None, new: _Pool, keep: int) -> _Pool:
-    """The ``keep`` best of ``pool`` and ``new`` (ties: earlier rows first). ``new`` is cut to its own best
-    ``keep`` first (no row it drops could be among the union's best), so a chunk's draws are not copied whole."""
+    """The ``keep`` best of ``pool`` and ``new`` (ties: earlier rows first). ``new`` is cut first to its rows above
+    a full pool's worst score (a tie loses to the earlier row) and to its own best ``keep`` (no row dropped could be
+    among the union's best), so a block's draws are not copied whole."""
+    if pool is not None and len(pool.scores) >= keep:
+        worst = np.partition(pool.scores, len(pool.scores) - keep)[len(pool.scores) - keep]
+        new = _take(new, np.flatnonzero(new.scores > worst))
     new = _best(new, keep)
     if pool is None:
         return new
