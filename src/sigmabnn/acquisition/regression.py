@@ -30,8 +30,8 @@ An upper bound (:func:`bald_bound`): the Gaussian of the mixture's variance has 
 of all distributions with that variance, so ``I <= U = H[N(0, v_mix)] - (1/T) sum_t H[p_t]``, in
 closed form at ``O(T)`` per point (``U`` is the estimator's first term, exact for Gaussian
 components; the second is ``-KL(p_mix || q) <= 0``). :func:`bald` caps its estimate at ``U``, and
-:func:`top_bald` uses it to compute the estimate only for the points that can be among the best:
-those whose ``U`` reaches the best estimates' threshold, in decreasing order of ``U``.
+:func:`top_bald` (:func:`bounded_top`) uses it to compute the estimate only for the points that can be
+among the best: those whose ``U`` reaches the best estimates' threshold, in decreasing order of ``U``.
 
 Classification models are scored from class probabilities ``[draws, n, classes]`` with the
 estimator ``H[mean_t p_t] - mean_t H[p_t]`` (the classification scores are a separate module);
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +60,7 @@ __all__ = [
     "aleatoric_variance",
     "bald",
     "bald_bound",
+    "bounded_top",
     "epistemic_variance",
     "quadrature_nodes",
     "relative_epistemic_std",
@@ -202,36 +204,46 @@ def _threshold(scores: np.ndarray, keep: int) -> float:
     return float(np.partition(scores, len(scores) - keep)[len(scores) - keep]) if len(scores) >= keep else -np.inf
 
 
-def top_bald(
-    c: Components, keep: int, incumbents: np.ndarray | None = None, **bald_options
+def bounded_top(
+    bound: np.ndarray, score: Callable[[np.ndarray], np.ndarray], keep: int, incumbents: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, scores)``: the points of ``c`` that can be among the ``keep`` best :func:`bald` scores of
-    ``incumbents`` (scores already held, e.g. earlier chunks' best) and these points, with their scores.
+    """``(rows, scores)``: the points that can be among the ``keep`` best scores of ``incumbents`` (scores already
+    held, e.g. earlier chunks' best) and the points, with their scores, given an upper bound of each point's score.
 
-    Points are estimated in decreasing order of :func:`bald_bound`, first the ``keep`` largest bounds,
-    then :data:`TOP_BALD_BLOCK` at a time, until the next bound is below the ``keep``-th best score so
-    far; every point left out has ``bald <= U`` below that threshold, so the ``keep`` best of the
-    incumbents and the returned points are those of all points (ties at the threshold included).
-    ``rows``: indices into the points, in increasing order; ``bald_options``: :func:`bald`'s.
+    Points are scored (``score(rows) -> [len(rows)]``, never above ``bound[rows]``) in decreasing order of
+    ``bound`` ``[n]``, first the ``keep`` largest bounds, then at most :data:`TOP_BALD_BLOCK` at a time, only
+    those whose bound reaches the ``keep``-th best score so far, until none does; every point left out has a
+    score at most its bound, below that threshold, so the ``keep`` best of the incumbents and the returned
+    points are those of all points (ties at the threshold included). ``rows``: in increasing order.
     """
     if keep < 1:
         raise InputError(f"keep must be >= 1, got {keep}")
     held = np.zeros(0) if incumbents is None else np.asarray(incumbents, np.float64)
-    bound = bald_bound(c)
-    order = np.argsort(-bound, kind="stable")
+    order = np.argsort(-np.asarray(bound), kind="stable")
     done, scores, start = [], [], 0
     while start < len(order):
         threshold = _threshold(np.concatenate([held, *scores]), keep)
         if bound[order[start]] < threshold:
             break
-        size = max(keep - len(held) - start, TOP_BALD_BLOCK)
-        rows = order[start : start + size]
+        rows = order[start : start + max(keep - len(held) - start, TOP_BALD_BLOCK)]
         rows = rows[bound[rows] >= threshold]  # a prefix: the bounds decrease
         done.append(rows)
-        scores.append(bald(Components(c.mean[rows], c.var[rows], c.df, c.log10), **bald_options))
+        scores.append(np.asarray(score(rows), np.float64))
         start += len(rows)
     if not done:
         return np.zeros(0, np.int64), np.zeros(0)
     rows, values = np.concatenate(done), np.concatenate(scores)
     by_row = np.argsort(rows, kind="stable")
     return rows[by_row], values[by_row]
+
+
+def top_bald(
+    c: Components, keep: int, incumbents: np.ndarray | None = None, **bald_options
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bounded_top` of the points of ``c`` with :func:`bald` (``bald_options``: its options) bounded by
+    :func:`bald_bound`: the points that can be among the ``keep`` best BALD scores, with their scores."""
+
+    def score(rows: np.ndarray) -> np.ndarray:
+        return bald(Components(c.mean[rows], c.var[rows], c.df, c.log10), **bald_options)
+
+    return bounded_top(bald_bound(c), score, keep, incumbents)

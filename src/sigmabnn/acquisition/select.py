@@ -48,9 +48,10 @@ from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_
 from sigmabnn.acquisition.regression import (
     aleatoric_variance,
     bald,
+    bald_bound,
+    bounded_top,
     epistemic_variance,
     relative_epistemic_std,
-    top_bald,
 )
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
@@ -164,11 +165,32 @@ def candidate_scores(
 
 
 def _bald_pool(fitted: FittedModel, chunk: pd.DataFrame, x: Any, pool: _Pool | None, keep: int) -> _Pool:
-    """The rows of ``chunk`` that can join the ``keep`` best BALD scores of ``pool`` and the chunk, scored
-    (:func:`~sigmabnn.acquisition.regression.top_bald`)."""
-    comps = draw_components(fitted, x)
-    rows, scores = top_bald(comps, keep, None if pool is None else pool.scores)
-    return _Pool(chunk.iloc[rows], scores, comps.mean[rows, :, 0], aleatoric_variance(comps)[rows])
+    """The rows of ``chunk`` that can join the ``keep`` best BALD scores of ``pool`` and the chunk, scored.
+
+    Two passes over the chunk's blocks (:func:`_blocks`): every row's upper bound
+    (:func:`~sigmabnn.acquisition.regression.bald_bound`; the draws then dropped), then BALD for the rows
+    :func:`~sigmabnn.acquisition.regression.bounded_top` asks for, in decreasing order of the bound over the
+    whole chunk, their draws computed again: memory stays that of a block, and the threshold rises as fast as
+    with the whole chunk at once.
+    """
+    blocks = _blocks(fitted, len(chunk))
+    bound = np.concatenate([bald_bound(draw_components(fitted, x.iloc[b])) for b in blocks])
+    size, seen = blocks[0].stop, []
+
+    def score(rows: np.ndarray) -> np.ndarray:
+        out = []
+        for a in range(0, len(rows), size):
+            comps = draw_components(fitted, x.iloc[rows[a : a + size]])
+            seen.append((rows[a : a + size], comps.mean[:, :, 0], aleatoric_variance(comps)))
+            out.append(bald(comps))
+        return np.concatenate(out)
+
+    rows, scores = bounded_top(bound, score, keep, None if pool is None else pool.scores)
+    if not seen:
+        return _Pool(chunk.iloc[rows], scores, np.zeros((0, fitted.num_networks)), np.zeros(0))
+    by_row = np.argsort(np.concatenate([r for r, _, _ in seen]), kind="stable")  # the order of ``rows``
+    means, aleatoric = (np.concatenate([part[i] for part in seen])[by_row] for i in (1, 2))
+    return _Pool(chunk.iloc[rows], scores, means, aleatoric)
 
 
 def _no_draws(n: int) -> tuple[np.ndarray, np.ndarray]:
