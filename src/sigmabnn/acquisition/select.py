@@ -349,7 +349,8 @@ def select(
         x = _inputs(fitted, chunk, features)
         if criterion == "epig" and target_set is None and not _is_classifier(fitted):
             target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
-        for rows in _blocks(fitted, len(chunk)):
+        whole = criterion == "bald" and not _is_classifier(fitted)  # _bald_pool goes over the blocks itself
+        for rows in [slice(0, len(chunk))] if whole else _blocks(fitted, len(chunk)):
             new = _scored(fitted, chunk.iloc[rows], x.iloc[rows], criterion, target_set, pool, keep)
             pool, scored = _merge(pool, new, keep), scored + len(new.scores)
         total += len(chunk)
