@@ -199,24 +199,28 @@ def _no_draws(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _blocks(fitted: FittedModel, n: int) -> list[slice]:
-    """The row blocks a chunk of ``n`` rows is scored in: at most :data:`COMPONENTS_AT_ONCE` network means of a
-    regression model at once (a classifier's scores are blockwise already), so memory does not grow with the
-    chunk; a power of two of rows, so the prediction engine's power-of-two chunks fill a block without padding."""
-    rows = n if _is_classifier(fitted) else 1 << max(0, (COMPONENTS_AT_ONCE // fitted.num_networks).bit_length() - 1)
+    """The row blocks a regression model scores a chunk of ``n`` rows in: at most :data:`COMPONENTS_AT_ONCE`
+    network means at once, so memory does not grow with the chunk; a power of two of rows, so the prediction
+    engine's power-of-two chunks fill a block without padding."""
+    rows = 1 << max(0, (COMPONENTS_AT_ONCE // fitted.num_networks).bit_length() - 1)
     return [slice(a, min(a + rows, n)) for a in range(0, n, rows)]
 
 
-def _scored(
-    fitted: FittedModel, rows: pd.DataFrame, x: Any, criterion: str, target_set: Targets | None, pool: _Pool | None,
+def _add_chunk(
+    fitted: FittedModel, chunk: pd.DataFrame, x: Any, criterion: str, target_set: Targets | None, pool: _Pool | None,
     keep: int,
-) -> _Pool:  # fmt: skip
-    """``rows`` (a block of candidates, ``x`` their model inputs) scored under ``criterion`` (not ``"random"``), with
-    what the batch step needs; for ``"bald"`` only those that can join the ``keep`` best of ``pool``."""
+) -> tuple[_Pool, int]:  # fmt: skip
+    """``pool`` merged with the rows of ``chunk`` (``x``: their model inputs) scored under ``criterion`` (not
+    ``"random"``), and how many rows were scored: a classifier's all at once (its scores are blockwise), BALD's
+    those that can reach the pool (:func:`_bald_pool`), the other criteria's a block at a time."""
     if _is_classifier(fitted):  # no draws of a regression mean to condition a batch on
-        return _Pool(rows, class_scores(fitted, x, criterion), *_no_draws(len(rows)))
+        return _merge(pool, _Pool(chunk, class_scores(fitted, x, criterion), *_no_draws(len(chunk))), keep), len(chunk)
     if criterion == "bald":
-        return _bald_pool(fitted, rows, x, pool, keep)
-    return _Pool(rows, *candidate_scores(fitted, x, criterion, target_set))
+        new = _bald_pool(fitted, chunk, x, pool, keep)
+        return _merge(pool, new, keep), len(new.scores)
+    for b in _blocks(fitted, len(chunk)):
+        pool = _merge(pool, _Pool(chunk.iloc[b], *candidate_scores(fitted, x.iloc[b], criterion, target_set)), keep)
+    return pool, len(chunk)
 
 
 def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
@@ -349,11 +353,8 @@ def select(
         x = _inputs(fitted, chunk, features)
         if criterion == "epig" and target_set is None and not _is_classifier(fitted):
             target_set = _default_targets(fitted, x, seed) if targets is None else target_draws(fitted, targets)
-        whole = criterion == "bald" and not _is_classifier(fitted)  # _bald_pool goes over the blocks itself
-        for rows in [slice(0, len(chunk))] if whole else _blocks(fitted, len(chunk)):
-            new = _scored(fitted, chunk.iloc[rows], x.iloc[rows], criterion, target_set, pool, keep)
-            pool, scored = _merge(pool, new, keep), scored + len(new.scores)
-        total += len(chunk)
+        pool, rows_scored = _add_chunk(fitted, chunk, x, criterion, target_set, pool, keep)
+        total, scored = total + len(chunk), scored + rows_scored
     if pool is None or len(pool.scores) == 0:
         raise InputError("no candidate rows to choose from")
     k = min(int(n), len(pool.scores))
