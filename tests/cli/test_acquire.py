@@ -170,3 +170,12 @@ def test_acquire_says_how_many_candidates_bald_was_computed_for(model_dir, candi
     scored = select(fitted, candidates, 5, pool_size=20).num_scored
     assert scored < 700
     assert f"note: bald computed for {scored:,} of 700 candidates" in capsys.readouterr().err
+
+
+def test_the_help_states_the_pool_default_the_library_uses(capsys):
+    from sigmabnn.acquisition.select import MIN_POOL, POOL_PER_PICK
+
+    with pytest.raises(SystemExit):
+        main(["acquire", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"the larger of {POOL_PER_PICK} N and {MIN_POOL:,}" in text

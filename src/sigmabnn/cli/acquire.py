@@ -20,7 +20,8 @@ HELP = "choose the candidate points to compute next (active learning), best firs
 DESCRIPTION = (
     "Score every row of CANDIDATES (.csv or .parquet, read in chunks) with an acquisition criterion of the "
     "model's draws and write the N chosen rows, all their columns unchanged, plus a 'score' column, best first. "
-    "Criteria: bald (mutual information between the label and the weights), variance (epistemic variance, "
+    "Criteria: bald (mutual information between the label and the weights; computed only for the rows whose "
+    "closed-form upper bound can reach the best, and a note says for how many), variance (epistemic variance, "
     "log space for a log target), relative_std (relative epistemic std of the target), epig (information about "
     "the labels at a seeded sample of the first chunk's rows, the predictions one wants), random. The batch is "
     "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores). "
@@ -48,7 +49,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="A,B,C",
         help="candidate columns holding the model's raw inputs, in the model's order (default: by name)",
     )
-    p.add_argument("--pool-size", type=common.positive_int, metavar="K", help="best rows kept for the batch step")
+    p.add_argument(
+        "--pool-size",
+        type=common.positive_int,
+        metavar="K",
+        help="best rows kept for the batch step (default: the larger of 20 N and 10,000)",
+    )
     p.add_argument("--chunk-rows", type=common.positive_int, default=100_000, metavar="R", help="rows read at a time")
     p.add_argument(
         "--seed",
