@@ -65,6 +65,8 @@ GRID: tuple[tuple[str, str, str, int], ...] = (
     ("fitted", "bald", "streamed", 10_000),
     ("fitted", "bald", "streamed", 100_000),
     ("fitted", "bald", "streamed", 1_000_000),
+    ("fitted", "epig", "streamed", 100_000),
+    ("fitted", "epig", "streamed", 1_000_000),
     ("classifier", "bald", "streamed", 100_000),
     ("classifier", "bald", "whole", 100_000),
     ("classifier", "bald", "streamed", 1_000_000),
