@@ -32,7 +32,7 @@ from sigmabnn.errors import InputError
 from sigmabnn.predict.mixture import LN10
 
 __all__ = [
-    "BatchPicks", "centred_rows", "condition_on_pick", "conditioned_score", "greedy_batch", "greedy_picks",
+    "BatchPicks", "centred_rows", "condition_on_pick", "conditioned_score", "greedy_batch", "greedy_picks", "kth_best",
     "top_scores",
 ]  # fmt: skip
 
@@ -82,6 +82,11 @@ def top_scores(scores: np.ndarray, n: int) -> BatchPicks:
     """The ``n`` highest scores, best first (ties by index): the batch-unaware selection."""
     order = np.lexsort((np.arange(scores.size), -scores))[:n]
     return BatchPicks(order, scores[order])
+
+
+def kth_best(scores: np.ndarray, k: int) -> float:
+    """The ``k``-th highest of ``scores`` (``-inf`` while there are fewer than ``k``): a pool's worst kept score."""
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k]) if len(scores) >= k else -np.inf
 
 
 def greedy_batch(

@@ -50,6 +50,7 @@ import numpy as np
 from scipy import stats
 
 from sigmabnn import compiler
+from sigmabnn.acquisition.batch import kth_best
 from sigmabnn.errors import InputError
 from sigmabnn.predict.components import Components
 from sigmabnn.predict.mixture import component_log_density, lognormal_parts
@@ -199,11 +200,6 @@ def bald_bound(c: Components) -> np.ndarray:
     return np.maximum(gauss - _unit_entropy(c.df) - 0.5 * np.mean(np.log(var), axis=1), 0.0)
 
 
-def _threshold(scores: np.ndarray, keep: int) -> float:
-    """The ``keep``-th largest of ``scores`` (``-inf`` while there are fewer)."""
-    return float(np.partition(scores, len(scores) - keep)[len(scores) - keep]) if len(scores) >= keep else -np.inf
-
-
 def bounded_top(
     bound: np.ndarray, score: Callable[[np.ndarray], np.ndarray], keep: int, incumbents: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +218,7 @@ def bounded_top(
     order = np.argsort(-np.asarray(bound), kind="stable")
     done, scores, start = [], [], 0
     while start < len(order):
-        threshold = _threshold(np.concatenate([held, *scores]), keep)
+        threshold = kth_best(np.concatenate([held, *scores]), keep)
         if bound[order[start]] < threshold:
             break
         rows = order[start : start + max(keep - len(held) - start, TOP_BALD_BLOCK)]

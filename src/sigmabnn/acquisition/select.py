@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from sigmabnn import compiler
-from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, top_scores
+from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, kth_best, top_scores
 from sigmabnn.acquisition.classification import classification_scores, stochastic_batch
 from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import (
@@ -292,8 +292,7 @@ def _merge(pool: _Pool | None, new: _Pool, keep: int) -> _Pool:
     a full pool's worst score (a tie loses to the earlier row) and to its own best ``keep`` (no row dropped could be
     among the union's best), so a block's draws are not copied whole."""
     if pool is not None and len(pool.scores) >= keep:
-        worst = np.partition(pool.scores, len(pool.scores) - keep)[len(pool.scores) - keep]
-        new = _take(new, np.flatnonzero(new.scores > worst))
+        new = _take(new, np.flatnonzero(new.scores > kth_best(pool.scores, keep)))
     new = _best(new, keep)
     if pool is None:
         return new
