@@ -64,12 +64,40 @@ def test_bald_of_two_gaussians_matches_numerical_integration():
     assert bald(_components(mu, var), nodes=40)[0] == pytest.approx(0.5 * sum(kl), rel=1e-4)
 
 
-@pytest.mark.parametrize(("df", "k", "rel"), [(None, 10, 1e-12), (10.0, 4096, 0.01)])
+@pytest.mark.parametrize(("df", "k", "rel"), [(None, 10, 1e-12), (10.0, 512, 0.01)])
 def test_quadrature_nodes_have_zero_mean_and_unit_variance(df, k, rel):
     x, w = quadrature_nodes(df, k)
     assert w.sum() == pytest.approx(1.0)
     assert np.sum(w * x) == pytest.approx(0.0, abs=1e-12)
     assert np.sum(w * x * x) == pytest.approx(1.0, rel=rel)
+
+
+@pytest.mark.parametrize("df", [3.0, 5.0])
+def test_student_t_nodes_integrate_a_bounded_function_to_the_integral(df):
+    """Gauss-Legendre in probability: E[1 / (1 + x^2)] of the unit-variance t, against adaptive quadrature;
+    the equal-weight midpoints of the earlier rule are off by more than 10 times as much at 10 nodes."""
+    from scipy import integrate
+
+    scale = math.sqrt((df - 2.0) / df)
+    exact = integrate.quad(lambda x: stats.t.pdf(x, df, scale=scale) / (1.0 + x * x), -np.inf, np.inf)[0]
+    x, w = quadrature_nodes(df, 10)
+    error = abs(np.sum(w / (1.0 + x * x)) - exact)
+    midpoints = stats.t.ppf((np.arange(10) + 0.5) / 10, df) * scale
+    assert error < 2e-3 and error * 10 < abs(np.mean(1.0 / (1.0 + midpoints**2)) - exact)
+
+
+@pytest.mark.parametrize("df", [3.0, 5.0, 10.0])
+def test_bald_of_student_t_mixtures_matches_numerical_integration(df):
+    """Random mixtures of 2 to 7 Student-t networks: within 1 % or 0.003 nats of the fine integral at the default
+    10 nodes (the earlier quantile midpoints miss it on 8 of these 9 mixtures; ``results/bald_quadrature.md``)."""
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        n = int(rng.integers(2, 8))
+        mu, var = rng.normal(0, rng.choice([0.3, 1.0, 3.0]), size=n), rng.uniform(0.1, 2.0, size=n)
+        exact = _mixture_information(mu, var, df)
+        assert bald(_components(mu[None, :], var[None, :], df), max_outer=None)[0] == pytest.approx(
+            exact, rel=0.01, abs=3e-3
+        )
 
 
 def test_variances_and_relative_std_follow_their_definitions():
