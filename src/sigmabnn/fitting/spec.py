@@ -306,7 +306,9 @@ def _check_likelihood(method: str, likelihood: str, noise_column: Any, noise_pre
 
 
 #: The map ``recalibrate="auto"`` fits (:mod:`sigmabnn.calibration`), chosen on validation rows by
-#: ``benchmarks/defaults.py --phase validate`` (``results/defaults_validation.md``).
+#: ``benchmarks/defaults.py --phase validate`` (``results/defaults_validation.md``), and kept over many
+#: training sets per table against no map, a gated map and maps shrunk towards the identity
+#: (``benchmarks/recalibration_seeds.py``, ``results/recalibration_seeds.md``).
 AUTO_RECALIBRATION_MAP = "quantile"
 #: ``recalibrate="auto"`` keeps the map whatever the validation rows' Kolmogorov-Smirnov test of
 #: uniformity says (1.0). Keeping it only below p = 0.05, so that few rows of a calibrated model do not

@@ -1,0 +1,59 @@
+"""The recalibration-over-seeds benchmark's own code (benchmarks/recalibration_seeds.py): the default fit's
+split, each rule's interval levels from validation PITs, and one resumable run on a small table."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+from tests.conftest import load_benchmark
+
+from sigmabnn.names import MIN_RECALIBRATION_ROWS
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("recalibration_seeds")
+
+
+def test_the_split_is_the_default_fits(bench):
+    import pandas as pd
+
+    small, large = pd.DataFrame({"y": np.zeros(120)}), pd.DataFrame({"y": np.zeros(1000)})
+    assert set(bench.with_split(small, "t", 0)["split"]) == {"train"}  # 12 < MIN_RECALIBRATION_ROWS: all train
+    labels = bench.with_split(large, "t", 0)["split"]
+    assert (labels == "val").sum() == 100 >= MIN_RECALIBRATION_ROWS
+    assert not labels.equals(bench.with_split(large, "t", 1)["split"])  # seeded per seed
+
+
+def test_each_rule_maps_a_too_wide_models_levels_as_documented(bench):
+    rng = np.random.default_rng(5)
+    val = stats.norm.cdf(0.6 * rng.standard_normal(400))  # the predictive is 1/0.6 times too wide
+    score = stats.norm.cdf(0.6 * rng.standard_normal(20000))
+    cov = bench.coverages({"val_pit": val.tolist(), "score_pit": score.tolist()})
+    assert abs(cov["raw:0.68"] - (2 * stats.norm.cdf(stats.norm.ppf(0.84) / 0.6) - 1)) < 0.01
+    assert abs(cov["quantile:0.68"] - 0.68) < 0.04 and abs(cov["quantile:0.95"] - 0.95) < 0.02
+    assert cov["ks-0.05:0.68"] == cov["quantile:0.68"]  # 400 rows reject uniformity
+    # shrinking moves the coverage from the empirical map's towards the raw one, more with a larger prior
+    path = [cov[f"{r}:0.68"] for r in ("quantile", "shrunk-10", "shrunk-30", "shrunk-100", "raw")]
+    assert all(a <= b for a, b in zip(path, path[1:])), path
+    uniform = {"val_pit": rng.uniform(size=30).tolist(), "score_pit": score.tolist()}
+    assert bench.coverages(uniform)["ks-0.05:0.95"] == cov["raw:0.95"]  # a calibrated-looking sample: no map
+
+
+@pytest.mark.slow
+def test_a_run_on_one_table_records_every_rule_and_resumes(bench, tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "SCORE_ROWS", 300)
+    args = ["--workdir", str(tmp_path / "work"), "--tables", "hetero2d-1000", "--seeds", "1", "--out", str(tmp_path)]
+    assert bench.main(args) == 0
+    data = json.loads((tmp_path / "recalibration_seeds.json").read_text())
+    (record,) = data["records"]
+    assert (record["n_val"], record["n_fit"], record["n_score"]) == (100, 900, 300)
+    assert set(record["coverage"]) == {f"{r}:{c}" for r in bench.RULES for c in bench.LEVELS}
+    state = tmp_path / "work" / "hetero2d-1000-0.json"
+    stamp = state.stat().st_mtime_ns
+    assert bench.main(args) == 0 and state.stat().st_mtime_ns == stamp  # resumed, not refitted
+    assert "| hetero2d-1000 | 1 | 100 | 300 |" in (tmp_path / "recalibration_seeds.md").read_text()
+    assert bench.main([*args[:4], "--tables", "nope"]) == 2
