@@ -131,6 +131,11 @@ class Synthetic(NamedTuple):
     noise: Callable[[np.random.Generator, np.ndarray], np.ndarray]
     description: str
 
+    def rows(self, rng: np.random.Generator, n: int):
+        """``n`` rows drawn from ``rng``: inputs ``x0..``, target ``y = f(x) + noise``."""
+        x = self.draw_x(rng, n)
+        return _frame(x, self.f(x) + self.noise(rng, x))
+
 
 SYNTHETIC: dict[str, Synthetic] = {
     "sin1d-100": Synthetic(
@@ -193,13 +198,8 @@ def synthetic_table(name: str, with_test: bool = True) -> Table:
     """A synthetic table: training rows, then (independently, from the same stream) test rows."""
     spec = {**SYNTHETIC, **SCALING}[name]
     rng = _rng(name)
-
-    def rows(n: int):
-        x = spec.draw_x(rng, n)
-        return _frame(x, spec.f(x) + spec.noise(rng, x))
-
-    train = rows(spec.n)
-    return Table(name, train, rows(SYNTHETIC_TEST_ROWS) if with_test else None, False)
+    train = spec.rows(rng, spec.n)
+    return Table(name, train, spec.rows(rng, SYNTHETIC_TEST_ROWS) if with_test else None, False)
 
 
 def uci_table(name: str, with_test: bool = True, root: Path | None = None) -> Table:

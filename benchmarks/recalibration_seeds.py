@@ -76,12 +76,7 @@ def rows_of(table: str, seed: int):
     """``(fit_rows, score_rows, log_target)`` as DataFrames with inputs ``x0..`` and target ``y``."""
     if table in defaults.SYNTHETIC:
         spec, rng = defaults.SYNTHETIC[table], _rng(table, seed, 0)
-
-        def draw(n: int):
-            x = spec.draw_x(rng, n)
-            return defaults._frame(x, spec.f(x) + spec.noise(rng, x))
-
-        return draw(spec.n), draw(SCORE_ROWS), False
+        return spec.rows(rng, spec.n), spec.rows(rng, SCORE_ROWS), False
     t = defaults.ewino_table(with_test=False) if table == defaults.EWINO_TABLE else defaults.uci_table(table, False)
     order = _rng(table, seed, 0).permutation(len(t.train))
     n_score = int(round(SCORE_FRACTION * len(order)))
