@@ -21,7 +21,7 @@ from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.classes import network_probabilities
 
-__all__ = ["GRID_SIZE", "T_MAX", "T_MIN", "TemperatureFit", "fit_temperature", "temperature_nll"]
+__all__ = ["GRID_SIZE", "T_MAX", "T_MIN", "TemperatureFit", "fit_temperature", "kept_temperature", "temperature_nll"]
 
 T_MIN, T_MAX, GRID_SIZE = 0.01, 20.0, 81
 
@@ -68,8 +68,14 @@ def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[Fitted
         raise InputError("temperature scaling applies to classifiers (the categorical likelihood)")
     y = np.asarray(codes, np.int64).reshape(-1)
     log_probs = np.log(np.maximum(network_probabilities(fitted, x_raw, calibrated=False), 1e-300))
+    fit = kept_temperature(log_probs, y)
+    return dataclasses.replace(fitted, classes=fitted.classes.with_temperature(fit.temperature)), fit
+
+
+def kept_temperature(log_probs: np.ndarray, y: np.ndarray) -> TemperatureFit:
+    """The temperature minimising the NLL of ``mean_t softmax(log_probs[t] / T)`` at codes ``y`` ``[n]`` when
+    it is below the NLL at ``T = 1``, else 1; ``log_probs`` ``[T, n, K]`` (the networks' raw log-probabilities)."""
     at_one = temperature_nll(log_probs, y, 1.0)
     best, nll = _search(log_probs, y)
     temperature = best if nll < at_one else 1.0
-    model = dataclasses.replace(fitted, classes=fitted.classes.with_temperature(temperature))
-    return model, TemperatureFit(temperature=temperature, nll=min(nll, at_one), nll_at_one=at_one)
+    return TemperatureFit(temperature=temperature, nll=min(nll, at_one), nll_at_one=at_one)
