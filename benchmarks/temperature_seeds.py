@@ -16,7 +16,7 @@ val rows (:func:`sigmabnn.temperature.fit_temperature`'s search), and scored on 
 - ``val-nll``: ``T`` fitted on all val rows, kept when it lowers their NLL (what ``api.fit`` stores);
 - ``cv2``: that ``T``, kept only when a 2-fold cross-validation inside the val rows (``T`` fitted on
   one half, the NLL of the other at that ``T`` against ``T = 1``, summed over both halves) gives
-  the lower NLL (the classification benchmark's rule, :func:`classification.cv_temperature`);
+  the lower NLL (the classification benchmark's rule before this study);
 - ``cv5``: the same with 5 folds.
 
 Rule (fixed before the runs): the rule with the lowest mean scoring-row NLL over every fit (each
@@ -28,7 +28,7 @@ per rule ``nll``, ``ece``, ``error`` and ``temperature`` on the scoring rows.
 
 Run: ``python benchmarks/temperature_seeds.py --workdir DIR`` (resumable: one JSON per fit in
 ``DIR``; about 35 minutes on one core, most of it NUTS, or two shards side by side); ``--seeds``,
-``--methods`` and ``--shard I/N`` (fits whose index is ``I`` mod ``N``) select a part.
+``--methods`` and ``--shard I/N`` (fits whose seed plus method index is ``I`` mod ``N``) select a part.
 """
 
 from __future__ import annotations
@@ -184,8 +184,10 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         f"Written by `benchmarks/temperature_seeds.py` (its docstring has the protocol and the rule, fixed before "
         f"the runs). {len(data['records'])} fits: the classification benchmark's chosen configuration of each "
-        f"method, refitted on fresh stratified splits of the digits' train and val rows ({VAL_ROWS} val rows, "
-        f"{SCORE_ROWS} scoring rows, the rest training); the fixed split's test rows are never read.",
+        f"method, refitted on fresh stratified splits of the digits' {data['n_rows']} train and val rows (about "
+        f"{VAL_ROWS} val rows, {SCORE_ROWS} scoring rows, the rest training: about "
+        f"{data['n_rows'] - VAL_ROWS - SCORE_ROWS} rows, against 1,078 in the fixed split); the fixed split's "
+        "test rows are never read.",
         "",
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
         f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations).",
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--seeds", type=int, default=SEEDS)
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
-    ap.add_argument("--shard", default="0/1", help="I/N: compute only the fits whose index is I mod N")
+    ap.add_argument("--shard", default="0/1", help="I/N: only the fits whose seed plus method index is I mod N")
     ap.add_argument("--config", type=Path, default=RESULTS_DIR / "classification.json")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)
@@ -225,9 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     digits = load_digits()
     units = [(seed, m) for seed in range(args.seeds) for m in args.methods if m in configs]
-    for k, (seed, method) in enumerate(units):
+    for seed, method in units:
         path = args.workdir / f"{method}-{seed}.json"
-        if k % n != i or path.exists():
+        if (seed + METHODS.index(method)) % n != i or path.exists():
             continue
         t0 = time.perf_counter()
         write_json(path, fit_once(digits, method, configs[method], seed))
@@ -235,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     if n > 1:
         return 0
     records = [r for r in _load(args.workdir) if r["method"] in args.methods and r["seed"] < args.seeds]
-    data = {"meta": finish_metadata(meta), "summary": choose(records), "records": records}
+    n_rows = int((digits.split != "test").sum())
+    data = {"meta": finish_metadata(meta), "n_rows": n_rows, "summary": choose(records), "records": records}
     write(args.out / "temperature_seeds.json", data, markdown(data))
     return 0
 
