@@ -108,6 +108,9 @@ def test_smoke_run_writes_every_record_and_resumes(tmp_path):
     assert {r["method"] for r in result["progress"]} >= {"map", "bbb", "ensemble", "nuts"}
     summary = result["summary"]
     assert summary["best_bnn"] != "map" and summary["noise"]["nll_diff_se"] >= 0.0
+    for final in summary["final"].values():  # the scores use the temperature api.fit kept (T = 1: the raw scores)
+        assert final["temperature_kept"] == (final["temperature"] != 1.0)
+        assert final["temperature_kept"] or final["test_nll"] == final["test_nll_raw"]
     assert sum(r["chosen"] for r in summary["pilot"]) == 1
     assert (tmp_path / "classification_progress.png").exists() and (tmp_path / "classification_active.png").exists()
     state = (tmp_path / "classification_state.json").read_text()
