@@ -43,7 +43,9 @@ full batch Adam at :data:`AL_LR`; the labelled rows are padded to :data:`MAX_LAB
 function serves every round. The acquired batch is the :data:`ACQUIRE` highest scores (``top``) or
 a draw without replacement with probabilities proportional to the score (``power``, Kirsch et al.
 2023, :func:`sigmabnn.acquisition.stochastic_batch`), which spreads a batch over several uncertain
-regions instead of near-duplicates of one (random's batch is uniform under either rule).
+regions instead of near-duplicates of one, or for BALD the BatchBALD batch (``batchbald``, Kirsch et
+al. 2019, :func:`sigmabnn.acquisition.batchbald_batch`: greedy joint mutual information; the other
+criteria then draw ``power`` batches). Random's batch is uniform under every rule.
 
 The model's widths, members, steps and prior precision and the batch rule are chosen by a pilot on the val
 rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
@@ -81,7 +83,7 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write, write_json  # noqa: E402
-from sigmabnn.acquisition import classification_scores, select_batch, stochastic_batch  # noqa: E402
+from sigmabnn.acquisition import batchbald_batch, classification_scores, select_batch, stochastic_batch  # noqa: E402
 from sigmabnn.api import fit  # noqa: E402
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.draws import PosteriorDraws  # noqa: E402
@@ -109,9 +111,9 @@ AL_ARCH, AL_LR = "64-20-10", 1e-2
 
 
 class ALConfig(NamedTuple):
-    """The active-learning model: ensemble members, full-batch Adam steps, batch rule (``top`` or ``power``),
-    prior precision of every weight and bias (1 is the BNN's unit Gaussian prior, 0.3 a prior 1.8x wider),
-    the network's widths and its hidden layers' activation."""
+    """The active-learning model: ensemble members, full-batch Adam steps, batch rule (``top``, ``power`` or
+    ``batchbald``), prior precision of every weight and bias (1 is the BNN's unit Gaussian prior, 0.3 a prior
+    1.8x wider), the network's widths and its hidden layers' activation."""
 
     members: int
     steps: int
@@ -136,6 +138,8 @@ AL_GRID = tuple(ALConfig(m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for
     ALConfig(8, 1000, "power", 0.03, "64-50-10", "relu"),
     ALConfig(8, 1000, "power", 0.03, "64-100-10", "relu"),
     ALConfig(16, 1000, "power", 0.03, "64-50-10", "relu"),
+    # BatchBALD batches for BALD, at the configuration the grid above chose
+    ALConfig(8, 1000, "batchbald", 0.03, "64-50-10"),
 )
 TARGET_ERROR = 0.10
 BOOTSTRAP = 2000
@@ -370,8 +374,10 @@ def _initial_labels(y: np.ndarray, seed: int) -> list[int]:
 
 def _acquire(key, criterion: str, rule: str, p: np.ndarray) -> np.ndarray:
     """Indices into the candidates ``p`` ``[M, m, K]`` of the next :data:`ACQUIRE` labels."""
+    if rule == "batchbald" and criterion == "bald":
+        return np.asarray(batchbald_batch(jax.random.fold_in(key, 2), p, ACQUIRE))
     scores = classification_scores(jax.random.fold_in(key, 0), criterion, p)
-    if rule == "power" and criterion != "random":
+    if rule in ("power", "batchbald") and criterion != "random":
         return np.asarray(stochastic_batch(jax.random.fold_in(key, 1), scores, ACQUIRE))
     return np.asarray(select_batch(scores, ACQUIRE))
 

@@ -12,9 +12,12 @@ This package only re-exports from its submodules:
   network's class probabilities (BALD, maximum entropy, variation ratios, random) and the stochastic
   (power or softmax) batch draw; its BALD is
   :func:`sigmabnn.acquisition.classification.bald` (``bald`` here is the regression one).
+- :mod:`~sigmabnn.acquisition.batchbald`: BatchBALD, a classifier's batch picked greedily by its
+  joint mutual information with the networks (Kirsch et al. 2019).
 """
 
 from sigmabnn.acquisition.batch import BatchPicks, greedy_batch, top_scores
+from sigmabnn.acquisition.batchbald import batchbald_batch
 from sigmabnn.acquisition.classification import (
     CLASSIFICATION_CRITERIA,
     classification_scores,
@@ -42,6 +45,7 @@ __all__ = [
     "Targets",
     "aleatoric_variance",
     "bald",
+    "batchbald_batch",
     "candidate_scores",
     "classification_scores",
     "epistemic_variance",
