@@ -375,7 +375,7 @@ def _initial_labels(y: np.ndarray, seed: int) -> list[int]:
 def _acquire(key, criterion: str, rule: str, p: np.ndarray) -> np.ndarray:
     """Indices into the candidates ``p`` ``[M, m, K]`` of the next :data:`ACQUIRE` labels."""
     if rule == "batchbald" and criterion == "bald":
-        return np.asarray(batchbald_batch(jax.random.fold_in(key, 2), p, ACQUIRE))
+        return np.asarray(batchbald_batch(jax.random.fold_in(key, 2), p, ACQUIRE)[0])
     scores = classification_scores(jax.random.fold_in(key, 0), criterion, p)
     if rule in ("power", "batchbald") and criterion != "random":
         return np.asarray(stochastic_batch(jax.random.fold_in(key, 1), scores, ACQUIRE))

@@ -61,6 +61,7 @@ parameter."""
 ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "epig", "variance", "relative_std", "random")
 ACQUISITION_BATCH_MODES: tuple[str, ...] = ("greedy", "top")
 #: The same for a classifier (:mod:`sigmabnn.acquisition.classification`): its criteria, and its batch modes
-#: (``"power"``: the stochastic batch, drawn with probabilities proportional to the scores).
+#: (``"power"``: the stochastic batch, drawn with probabilities proportional to the scores; ``"batchbald"``:
+#: BALD's greedy joint information).
 CLASS_ACQUISITION_CRITERIA: tuple[str, ...] = ("bald", "max_entropy", "variation_ratios", "random")
-CLASS_ACQUISITION_BATCH_MODES: tuple[str, ...] = ("power", "top")
+CLASS_ACQUISITION_BATCH_MODES: tuple[str, ...] = ("power", "top", "batchbald")

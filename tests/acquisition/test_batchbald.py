@@ -46,9 +46,23 @@ def test_the_sampled_joint_entropy_matches_enumeration_within_monte_carlo_error(
 
 def test_the_first_pick_is_balds_best_and_the_picks_are_distinct():
     p = _probs(np.random.default_rng(1), t=8, n=200, k=10)
-    picks = np.asarray(batchbald_batch(jax.random.key(0), p, 10))
+    picks, gains = (np.asarray(a) for a in batchbald_batch(jax.random.key(0), p, 10, num_samples=20_000))
     assert picks[0] == int(np.argmax(np.asarray(bald(p))))
     assert len(set(picks.tolist())) == 10 and picks.min() >= 0 and picks.max() < 200
+    np.testing.assert_allclose(gains[0], np.max(np.asarray(bald(p))), rtol=1e-9)  # the first gain: BALD's
+    # the batch's information about which of the 8 networks holds is at most log 8 nats: the gains use it up
+    # (20,000 samples: the greedy maximum's upward Monte-Carlo bias stays below the tolerance)
+    assert gains[0] < np.sum(gains) < np.log(8) + 0.05 and np.all(gains > -0.05) and np.all(gains[1:] < gains[0])
+
+
+def test_blocks_of_candidates_give_the_batch_of_one_block(monkeypatch):
+    import sigmabnn.acquisition.batchbald as module
+
+    p = _probs(np.random.default_rng(4), t=6, n=50, k=4)
+    whole = np.asarray(module.batchbald_batch(jax.random.key(2), p, 6)[0])
+    monkeypatch.setattr(module, "BLOCK", 16)  # 4 blocks, the last padded
+    blocked = np.asarray(module.batchbald_batch.__wrapped__(jax.random.key(2), p, 6)[0])  # traced anew, unjitted
+    np.testing.assert_array_equal(blocked, whole)
 
 
 def test_duplicates_of_a_picked_candidate_give_way_to_candidates_with_new_information():
@@ -60,5 +74,5 @@ def test_duplicates_of_a_picked_candidate_give_way_to_candidates_with_new_inform
     p = np.concatenate([a, a, a, b, b], axis=1)  # candidates 0-2 copies of A, 3-4 copies of B
     top = set(np.asarray(select_batch(bald(p), 2)).tolist())
     assert top <= {0, 1, 2}  # top-k BALD takes two copies of A
-    picks = np.asarray(batchbald_batch(jax.random.key(0), p, 2)).tolist()
+    picks = np.asarray(batchbald_batch(jax.random.key(0), p, 2)[0]).tolist()
     assert picks[0] in (0, 1, 2) and picks[1] in (3, 4), picks  # BatchBALD takes A, then B

@@ -152,6 +152,20 @@ def test_a_classifiers_default_batch_is_drawn_in_proportion_to_the_scores(classi
     assert np.all(np.abs(counts[top] / draws - weights[top]) < 4 * se)
 
 
+def test_a_classifiers_batchbald_batch_starts_at_balds_best_and_scores_each_picks_gain(classifier, candidates):
+    chunks = (candidates.iloc[i : i + 37] for i in range(0, len(candidates), 37))
+    chosen = select(classifier, chunks, 6, batch="batchbald", seed=2)
+    best = select(classifier, candidates, 1, batch="top").rows
+    assert chosen.rows.index[0] == best.index[0] and chosen.rows.index.is_unique and len(chosen.rows) == 6
+    np.testing.assert_allclose(chosen.scores[0], best["score"].iloc[0], rtol=1e-9)  # the first gain: its BALD
+    # four networks hold log 4 nats: the batch's gains cannot add up to more (up to Monte-Carlo error)
+    assert np.sum(chosen.scores) < np.log(classifier.num_networks) + 0.05
+    again = select(classifier, candidates, 6, batch="batchbald", seed=2)
+    assert list(again.rows.index) == list(chosen.rows.index)
+    with pytest.raises(InputError, match="'batchbald' picks by BALD's joint information"):
+        select(classifier, candidates, 5, criterion="max_entropy", batch="batchbald")
+
+
 def test_a_classifier_refuses_the_criteria_and_batch_of_a_regression_model(classifier, candidates):
     with pytest.raises(InputError, match="'variance' is not one for a classifier"):
         select(classifier, candidates, 5, criterion="variance")

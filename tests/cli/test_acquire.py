@@ -144,6 +144,21 @@ def test_acquire_scores_a_classifiers_candidates(classifier_dir, candidates, tmp
     assert np.allclose(got["score"], expected.scores, rtol=1e-8) and np.all(got["score"] >= 0)
 
 
+def test_acquire_picks_a_classifiers_batchbald_batch(classifier_dir, candidates, tmp_path, capsys):
+    path, fitted = classifier_dir
+    cand, out = tmp_path / "cand.csv", tmp_path / "chosen.csv"
+    candidates.to_csv(cand, index=False)
+    argv = ["acquire", str(path), str(cand), "--n", "5", "-o", str(out), "--chunk-rows", "64", "--seed", "1"]
+    assert main([*argv, "--batch", "batchbald"]) == 0
+    got = pd.read_csv(out)
+    expected = select(fitted, candidates, 5, batch="batchbald", seed=1)
+    assert got["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()
+    np.testing.assert_allclose(got["score"], expected.scores, rtol=1e-8)
+    assert main([*argv, "--batch", "batchbald", "--criterion", "max_entropy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'batchbald'" in err[0]
+
+
 @pytest.mark.parametrize(
     ("option", "message"), [(["--criterion", "variance"], "variance"), (["--batch", "greedy"], "greedy")]
 )

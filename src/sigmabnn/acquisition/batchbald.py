@@ -24,8 +24,18 @@ sample, then each picked label from ``p[t_s]``):
 an unbiased importance-weighted average, exact for the first pick. ``P_{s,t}`` is kept as a logarithm
 and rescaled per sample before exponentiating, so long batches do not underflow.
 
+The candidates are scored :data:`BLOCK` at a time, so memory is ``S x BLOCK x K`` floats whatever ``n``;
+a greedy step costs ``S x T x n x K`` multiply-adds.
+
+The batch's information about the network cannot exceed the entropy of the network itself: with ``T``
+equally weighted networks, ``I(y_B; w) <= log T`` nats. Once the picks' labels would nearly identify the
+network (a few picks when ``T`` is an ensemble of 8), the gains left are near zero and the later picks
+are set by the Monte-Carlo noise of the estimate; BatchBALD wants many networks (posterior draws).
+
 Shapes: ``p`` ``[T, n, K]`` (float64 preferred: the products of up to ``size`` probabilities); the
-result is ``size`` distinct candidate indices ``[size]`` (int32) in the order picked.
+result is ``size`` distinct candidate indices ``[size]`` (int32) in the order picked and each pick's
+gain ``[size]`` (nats): the estimated ``I(y_i; w | y_B)`` it added to the batch's score, the first pick's
+its BALD score.
 """
 
 from __future__ import annotations
@@ -40,20 +50,24 @@ from sigmabnn.acquisition.classification import predictive_entropy
 
 Array = jax.Array
 
-__all__ = ["BATCHBALD_SAMPLES", "BatchBaldState", "batchbald_batch", "joint_entropy"]
+__all__ = ["BATCHBALD_SAMPLES", "BLOCK", "BatchBaldState", "batchbald_batch", "joint_entropy"]
 
 BATCHBALD_SAMPLES = 1000
 """Default number of sampled label configurations of the picked candidates."""
+BLOCK = 256
+"""Candidates whose joint entropy is estimated at once."""
 
 _TINY = 1e-300
 
 
 class BatchBaldState(NamedTuple):
-    """The greedy loop's state: per sample, ``log P_{s,t}`` ``[S, T]``; the picks so far ``[size]`` and a
-    taken mask ``[n]``."""
+    """The greedy loop's state: per sample, ``log P_{s,t}`` ``[S, T]``; the estimated ``H[y_B]`` of the picks
+    (nats); the picks so far ``[size]``, their gains ``[size]`` and a taken mask ``[n]``."""
 
     log_joint: Array
+    entropy: Array
     picks: Array
+    gains: Array
     taken: Array
 
 
@@ -68,24 +82,47 @@ def joint_entropy(log_joint: Array, p: Array) -> Array:
     return -jnp.mean(jnp.sum(q / prior[:, None, None] * log_q, axis=-1), axis=0)
 
 
+def _blocked_joint_entropy(log_joint: Array, blocks: Array) -> Array:
+    """:func:`joint_entropy` of the candidates in ``blocks`` ``[b, T, BLOCK, K]``, by block: ``[b * BLOCK]``."""
+    return jax.lax.map(lambda block: joint_entropy(log_joint, block), blocks).reshape(-1)
+
+
 @partial(jax.jit, static_argnames=("size", "num_samples"))
-def batchbald_batch(rng_key: Array, p: Array, size: int, *, num_samples: int = BATCHBALD_SAMPLES) -> Array:
+def batchbald_batch(
+    rng_key: Array, p: Array, size: int, *, num_samples: int = BATCHBALD_SAMPLES
+) -> tuple[Array, Array]:
     """The ``size`` candidates BatchBALD picks from per-network class probabilities ``p`` ``[T, n, K]``:
-    distinct indices ``[size]`` (int32), in the order of the greedy steps. ``rng_key`` draws the sampled
-    label configurations; ``size <= n``."""
+    ``(indices [size] int32, gains [size])``, distinct indices in the order of the greedy steps and each
+    pick's estimated gain in nats (module docstring). ``rng_key`` draws the sampled label configurations;
+    ``size <= n``."""
     p = jnp.asarray(p)
-    t, n, _ = p.shape
+    t, n, k = p.shape
+    padded = -(-n // BLOCK) * BLOCK
+    blocks = jnp.pad(p, ((0, 0), (0, padded - n), (0, 0)), constant_values=1.0 / k)
+    blocks = blocks.reshape(t, padded // BLOCK, BLOCK, k).transpose(1, 0, 2, 3)
     conditional = jnp.mean(predictive_entropy(p), axis=0)  # [n]: mean_t H[p_t(y_i)]
     key_nets, key_labels = jax.random.split(rng_key)
     nets = jax.random.randint(key_nets, (num_samples,), 0, t)  # the network each sample is drawn from
     log_p = jnp.log(jnp.maximum(p, _TINY))
 
-    def step(k: int, state: BatchBaldState) -> BatchBaldState:
-        score = joint_entropy(state.log_joint, p) - conditional  # the picked ones' terms are common to all i
-        best = jnp.argmax(jnp.where(state.taken, -jnp.inf, score))
-        labels = jax.random.categorical(jax.random.fold_in(key_labels, k), log_p[nets, best])  # [S]
+    def step(i: int, state: BatchBaldState) -> BatchBaldState:
+        joint = _blocked_joint_entropy(state.log_joint, blocks)[:n]  # H[y_B, y_c] for every candidate c
+        score = jnp.where(state.taken, -jnp.inf, joint - conditional)  # the picks' own terms are common to all c
+        best = jnp.argmax(score)
+        labels = jax.random.categorical(jax.random.fold_in(key_labels, i), log_p[nets, best])  # [S]
         log_joint = state.log_joint + log_p[:, best, :][:, labels].T  # + log p_t(y_best = c_s)
-        return BatchBaldState(log_joint, state.picks.at[k].set(best.astype(jnp.int32)), state.taken.at[best].set(True))
+        return BatchBaldState(
+            log_joint,
+            joint[best],
+            state.picks.at[i].set(best.astype(jnp.int32)),
+            state.gains.at[i].set(score[best] - state.entropy),
+            state.taken.at[best].set(True),
+        )
 
-    start = BatchBaldState(jnp.zeros((num_samples, t), p.dtype), jnp.zeros(size, jnp.int32), jnp.zeros(n, bool))
-    return jax.lax.fori_loop(0, size, step, start).picks
+    zero = jnp.zeros((), p.dtype)
+    start = BatchBaldState(
+        jnp.zeros((num_samples, t), p.dtype), zero, jnp.zeros(size, jnp.int32), jnp.zeros(size, p.dtype),
+        jnp.zeros(n, bool),
+    )  # fmt: skip
+    end = jax.lax.fori_loop(0, size, step, start)
+    return end.picks, end.gains

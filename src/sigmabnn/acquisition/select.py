@@ -27,8 +27,11 @@ with the criteria :data:`CLASS_CRITERIA` of :mod:`~sigmabnn.acquisition.classifi
 ``"random"``). Its batch (:data:`CLASS_BATCH_MODES`) is the stochastic one by default
 (``"power"``: drawn without replacement with probabilities proportional to the scores, among the
 ``pool_size`` best rows; Kirsch et al. 2023, the batch rule ``benchmarks/classification.py``'s pilot
-chose on the digits' validation rows) or the ``n`` best scores (``"top"``); the greedy conditioning
-of a regression model's predictions has no classifier counterpart here.
+chose on the digits' validation rows), the ``n`` best scores (``"top"``) or, with ``"bald"``, BatchBALD
+(``"batchbald"``: :func:`~sigmabnn.acquisition.batchbald.batchbald_batch`, greedy joint mutual
+information of the batch, among the :data:`BATCHBALD_PER_PICK` ``n`` (at least
+:data:`BATCHBALD_MIN_CANDIDATES`) best BALD rows of the pool, seeded by ``seed``; the pilot measured it
+behind ``"power"`` on the digits with an ensemble of 8, whose information ``log 8`` a few picks use up).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import pandas as pd
 
 from sigmabnn import compiler
 from sigmabnn.acquisition.batch import BatchPicks, centred_rows, greedy_batch, kth_best, top_scores
+from sigmabnn.acquisition.batchbald import batchbald_batch
 from sigmabnn.acquisition.classification import classification_scores, stochastic_batch
 from sigmabnn.acquisition.epig import EPIG_TARGETS, epig_from_rows, greedy_epig_batch
 from sigmabnn.acquisition.regression import (
@@ -75,6 +79,8 @@ CLASS_CRITERIA: tuple[str, ...] = CLASS_ACQUISITION_CRITERIA
 CLASS_BATCH_MODES: tuple[str, ...] = CLASS_ACQUISITION_BATCH_MODES
 #: Candidates kept for the batch step per picked point, and at least this many (``pool_size`` default).
 POOL_PER_PICK, MIN_POOL = 20, 10_000
+#: BatchBALD's candidates: the best BALD rows of the pool, this many per picked point and at least this many.
+BATCHBALD_PER_PICK, BATCHBALD_MIN_CANDIDATES = 10, 1000
 #: Most per-network class probabilities (networks x rows x classes, float64) held at once while scoring.
 CLASS_PROBABILITIES_AT_ONCE = 2**23
 #: Most network means (networks x rows, float64; as many aleatoric variances) of a regression model held at once
@@ -239,6 +245,15 @@ def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
     return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
 
 
+def _batchbald_picks(fitted: FittedModel, pool: _Pool, k: int, key: jax.Array, features: Sequence[str] | None):
+    """BatchBALD's ``k`` picks among the pool's best BALD rows (module docstring); each pick's score is its gain."""
+    m = min(len(pool.scores), max(BATCHBALD_PER_PICK * k, BATCHBALD_MIN_CANDIDATES))
+    best = top_scores(pool.scores, m).indices
+    p = network_probabilities(fitted, _inputs(fitted, pool.rows.iloc[best], features), calibrated=False)
+    picks, gains = batchbald_batch(key, np.asarray(p, np.float64), k)
+    return BatchPicks(best[np.asarray(picks)], np.asarray(gains, np.float64))
+
+
 def _default_targets(fitted: FittedModel, chunk: pd.DataFrame, seed: int) -> Targets:
     """EPIG's targets when none are given: a seeded sample of up to ``EPIG_TARGETS`` rows of ``chunk``."""
     rng = np.random.default_rng(seed)
@@ -267,6 +282,9 @@ def _check(fitted: FittedModel | None, n: int, criterion: str, batch: str, pool_
         raise InputError(f"criterion {criterion!r} needs a model")
     if batch not in modes and criterion != "random":
         raise InputError(f"batch mode {batch!r} is not one for {kind}; choose one of {', '.join(modes)}")
+    if batch == "batchbald" and criterion not in ("bald", "random"):
+        raise InputError(f"batch mode 'batchbald' picks by BALD's joint information: use it with criterion 'bald', "
+                         f"not {criterion!r}")  # fmt: skip
     if not isinstance(n, int | np.integer) or n < 1:
         raise InputError(f"the number of points to choose must be a positive integer, got {n!r}")
     pool = max(POOL_PER_PICK * int(n), MIN_POOL) if pool_size is None else int(pool_size)
@@ -321,10 +339,11 @@ def select(
         n: how many to choose; fewer candidates than ``n``: all of them, ranked.
         criterion: one of :data:`CRITERIA` (a regression model) or :data:`CLASS_CRITERIA` (a classifier).
         batch: ``"greedy"`` (conditioned picks; regression), ``"power"`` (drawn in proportion to the
-            scores; classifier) or ``"top"`` (the best single scores); ``None``: :func:`default_batch`;
-            ``"random"`` ignores it.
+            scores; classifier), ``"batchbald"`` (classifier, criterion ``"bald"``) or ``"top"`` (the best
+            single scores); ``None``: :func:`default_batch`; ``"random"`` ignores it.
         pool_size: best rows kept for the batch step (default ``max(20 n, 10,000)``).
-        seed: the key of ``"random"``'s scores (``jax.random.key(seed)``) and of the ``"power"`` draw.
+        seed: the key of ``"random"``'s scores (``jax.random.key(seed)``), of the ``"power"`` draw and of
+            BatchBALD's sampled labels.
         features: the candidate columns holding the model's raw inputs, in the order of
             :func:`raw_inputs` (``None``: the columns named as the model's).
         targets: for ``"epig"``, the inputs where predictions are wanted (the model's raw input
@@ -365,6 +384,8 @@ def select(
     elif batch == "power" and criterion != "random":
         drawn = np.asarray(stochastic_batch(jax.random.split(key)[1], pool.scores, k, mode="power"))
         picks = BatchPicks(drawn, pool.scores[drawn])
+    elif batch == "batchbald" and criterion != "random":
+        picks = _batchbald_picks(fitted, pool, k, jax.random.split(key)[1], features)
     else:
         picks = top_scores(pool.scores, k)
     rows = pool.rows.iloc[picks.indices].copy()

@@ -27,8 +27,8 @@ DESCRIPTION = (
     "chosen greedily, each pick conditioning the others' uncertainty on it (--batch top: the N best scores). "
     "A classifier's criteria: bald (H[mean_t p_t] - mean_t H[p_t] of the networks' class probabilities p_t), "
     "max_entropy (H[mean_t p_t]), variation_ratios (1 - max_k mean_t p_tk), random; its batch is drawn at "
-    "random with probabilities proportional to the scores among the best rows (--batch power, its default) or "
-    "is the N best scores (--batch top)."
+    "random with probabilities proportional to the scores among the best rows (--batch power, its default), "
+    "is the N best scores (--batch top) or, with bald, BatchBALD's greedy joint information (--batch batchbald)."
 )
 
 
@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch",
         choices=BATCH_MODES,
-        help="greedy, top (regression; default greedy), power, top (classifier; default power)",
+        help="greedy, top (regression; default greedy), power, top, batchbald (classifier; default power)",
     )
     p.add_argument(
         "--features",
@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=common.seed,
         default=0,
         metavar="N",
-        help="seed of the random criterion, of epig's targets and of the power batch's draw",
+        help="seed of the random criterion, of epig's targets, of the power batch's draw and of batchbald's samples",
     )
 
 
