@@ -48,7 +48,7 @@ from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata,
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import ece  # noqa: E402
 from sigmabnn.predict.classes import network_probabilities  # noqa: E402
-from sigmabnn.temperature import kept_temperature, temperature_nll  # noqa: E402
+from sigmabnn.temperature import kept_temperature, temperature_nll, tempered_probabilities  # noqa: E402
 
 METHODS = ("map", "bbb", "bbb_mixture", "flipout", "ensemble", "nuts")
 RULES = ("none", "val-nll", "cv2", "cv5")
@@ -108,17 +108,11 @@ def rule_temperatures(log_p: np.ndarray, codes: np.ndarray, seed: int) -> dict[s
             "cv5": t if _cv_keeps(log_p, codes, 5, seed) else 1.0}  # fmt: skip
 
 
-def _probabilities(log_p: np.ndarray, temperature: float) -> np.ndarray:
-    z = log_p / temperature
-    p = np.exp(z - z.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
-
-
 def score_rules(val_log_p, val_codes, score_log_p, score_codes, seed: int) -> dict[str, dict[str, float]]:
     """Per rule: its temperature and the scoring rows' NLL (nats), ECE and error at it."""
     out = {}
     for rule, t in rule_temperatures(val_log_p, val_codes, seed).items():
-        p = _probabilities(score_log_p, t)
+        p = tempered_probabilities(score_log_p, t)
         out[rule] = {"temperature": t, "nll": temperature_nll(score_log_p, score_codes, t),
                      "ece": ece(p, score_codes), "error": float(np.mean(p.argmax(axis=1) != score_codes))}  # fmt: skip
     return out

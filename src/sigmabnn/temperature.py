@@ -21,7 +21,16 @@ from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.classes import network_probabilities
 
-__all__ = ["GRID_SIZE", "T_MAX", "T_MIN", "TemperatureFit", "fit_temperature", "kept_temperature", "temperature_nll"]
+__all__ = [
+    "GRID_SIZE",
+    "T_MAX",
+    "T_MIN",
+    "TemperatureFit",
+    "fit_temperature",
+    "kept_temperature",
+    "temperature_nll",
+    "tempered_probabilities",
+]
 
 T_MIN, T_MAX, GRID_SIZE = 0.01, 20.0, 81
 
@@ -34,13 +43,17 @@ class TemperatureFit(NamedTuple):
     nll_at_one: float
 
 
+def tempered_probabilities(log_probs: np.ndarray, temperature: float) -> np.ndarray:
+    """``mean_t softmax(log_probs[t] / T)`` ``[n, K]`` of the networks' log-probabilities ``[T, n, K]``."""
+    z = log_probs / temperature
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    return (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+
+
 def temperature_nll(log_probs: np.ndarray, y: np.ndarray, temperature: float) -> float:
     """NLL (nats, mean over rows) of ``mean_t softmax(log_probs[t] / T)`` at codes ``y`` ``[n]``;
     ``log_probs`` ``[T, n, K]``."""
-    z = log_probs / temperature
-    z = z - z.max(axis=-1, keepdims=True)
-    p = np.exp(z)
-    p = (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+    p = tempered_probabilities(log_probs, temperature)
     return float(-np.mean(np.log(np.maximum(p[np.arange(y.size), y], 1e-300))))
 
 
