@@ -23,8 +23,9 @@ Rule (fixed before the runs): the rule with the lowest mean scoring-row NLL over
 method and seed weighted equally) wins; a rule within :data:`TIE` nats of a simpler one (in the
 order listed) loses to it. The winner is the rule the classification benchmark and
 ``api.fit`` should apply. ECE (15 equal-width bins) and error are reported beside it, not used for
-the choice. Records: ``method``, ``seed``, ``seconds``, ``temperature`` (fitted on all val rows) and
-per rule ``nll``, ``ece``, ``error`` and ``temperature`` on the scoring rows.
+the choice. Records: ``method``, ``config`` (the configuration fitted, as ``classification.json`` gave
+it then), ``seed``, ``seconds``, ``temperature`` (fitted on all val rows) and per rule ``nll``, ``ece``,
+``error`` and ``temperature`` on the scoring rows.
 
 Run: ``python benchmarks/temperature_seeds.py --workdir DIR`` (resumable: one JSON per fit in
 ``DIR``; about 35 minutes on one core, most of it NUTS, or two shards side by side); ``--seeds``,
@@ -78,7 +79,8 @@ def split_of(table, seed: int):
 def configurations(path: Path = RESULTS_DIR / "classification.json") -> dict[str, dict[str, Any]]:
     """Per method, the classification benchmark's chosen configuration (its ``summary.final``)."""
     final = json.loads(path.read_text())["summary"]["final"]
-    return {m: final[m] for m in METHODS if m in final}
+    keys = ("learning_rate", "epochs", "members", "settings")
+    return {m: {k: final[m][k] for k in keys if final[m].get(k) is not None} for m in METHODS if m in final}
 
 
 def _fit(table, method: str, config: dict[str, Any], seed: int):
@@ -129,7 +131,7 @@ def fit_once(digits, method: str, config: dict[str, Any], seed: int) -> dict[str
         p = network_probabilities(fitted, rows[feats], calibrated=False)
         parts[name] = (np.log(np.maximum(p, 1e-300)), fitted.classes.encode(rows["digit"]))
     rules = score_rules(*parts["val"], *parts["test"], seed)
-    return {"method": method, "seed": seed, "seconds": seconds, "n_val": int(parts["val"][1].size),
+    return {"method": method, "config": config, "seed": seed, "seconds": seconds, "n_val": int(parts["val"][1].size),
             "n_score": int(parts["test"][1].size), "temperature": rules["val-nll"]["temperature"],
             "rules": rules}  # fmt: skip
 
@@ -166,6 +168,15 @@ COLS = [("method", "method", ""), ("rule", "rule", ""), ("fits", "fits", "d"), (
         ("kept", "fits keeping T", ".2f"), ("median_t", "median T (all val rows)", ".3g")]  # fmt: skip
 
 
+def _configs_of(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per method, the configurations its records were fitted with (one, unless the runs straddle a change)."""
+    out: dict[str, list] = {}
+    for r in records:
+        if r.get("config") not in out.setdefault(r["method"], []):
+            out[r["method"]].append(r.get("config"))
+    return {m: c[0] if len(c) == 1 else c for m, c in out.items()}
+
+
 def markdown(data: dict[str, Any]) -> str:
     s = data["summary"]
     meta = data["meta"]
@@ -181,7 +192,9 @@ def markdown(data: dict[str, Any]) -> str:
         f"method, refitted on fresh stratified splits of the digits' {data['n_rows']} train and val rows (about "
         f"{VAL_ROWS} val rows, {SCORE_ROWS} scoring rows, the rest training: about "
         f"{data['n_rows'] - VAL_ROWS - SCORE_ROWS} rows, against 1,078 in the fixed split); the fixed split's "
-        "test rows are never read.",
+        "test rows are never read. Configurations fitted (from `classification.json` when the fits were made): "
+        + "; ".join(f"{m} {c}" for m, c in _configs_of(data["records"]).items())
+        + ".",
         "",
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
         f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations).",
