@@ -40,12 +40,12 @@ its BALD score.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from sigmabnn import compiler
 from sigmabnn.acquisition.classification import predictive_entropy
 
 Array = jax.Array
@@ -87,7 +87,7 @@ def _blocked_joint_entropy(log_joint: Array, blocks: Array) -> Array:
     return jax.lax.map(lambda block: joint_entropy(log_joint, block), blocks).reshape(-1)
 
 
-@partial(jax.jit, static_argnames=("size", "num_samples"))
+@compiler.jit(static_argnames=("size", "num_samples"))
 def batchbald_batch(
     rng_key: Array, p: Array, size: int, *, num_samples: int = BATCHBALD_SAMPLES
 ) -> tuple[Array, Array]:
