@@ -18,7 +18,8 @@ fixed before the runs); the ``test`` rows are scored once, for the chosen config
   chosen by the same rule. Its first member is the ``map`` network of the same rate and budget (the
   same key): when both choose the same rate and budget, the two are paired.
 - ``nuts``: NUTS (MAP starts, 2 chains, tree depth 7) with the prior's precision fixed at 1 and
-  with the per-layer precisions Gibbs-sampled (``learn_prior``), :data:`NUTS_CANDIDATES`; the
+  with the per-layer precisions Gibbs-sampled (``learn_prior``, the library's default for a classifier
+  since ``classifier_prior.md``), :data:`NUTS_CANDIDATES`; the
   lower raw val NLL is chosen; the error after the first ``k`` draws of each chain of the chosen run.
 
 Temperature: :func:`sigmabnn.api.fit` fits ``T`` on all val rows and keeps it when it lowers their
@@ -101,7 +102,7 @@ LEARNING_RATES = (1e-2, 3e-3)
 ENSEMBLE_MEMBERS = (5, 10)
 VI_METHODS = {"bbb": {}, "bbb_mixture": {"prior": "scale_mixture"}, "flipout": {}}
 NUTS = {"num_chains": 2, "num_warmup": 200, "num_samples": 100, "max_tree_depth": 7}
-NUTS_CANDIDATES = ({}, {"learn_prior": True})  # added to NUTS
+NUTS_CANDIDATES = ({"learn_prior": False}, {"learn_prior": True})  # added to NUTS
 NUTS_DRAWS = (1, 2, 5, 10, 20, 50, 100)
 CRITERIA = ("bald", "max_entropy", "variation_ratios", "random")
 SEEDS = tuple(range(10))

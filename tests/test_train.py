@@ -96,6 +96,16 @@ def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
     assert build_spec("y", num_chains=2).mcmc_config(100, 50).num_chains == 2
 
 
+def test_an_mcmc_classifier_learns_its_prior_precisions_unless_told_not_to():
+    from sigmabnn.fitting.spec import build_spec
+
+    for method in ("nuts", "chees", "hmc", "mh"):
+        assert build_spec("y", method=method, likelihood="categorical").mcmc_config(100, 50).learn_prior
+        fixed = build_spec("y", method=method, likelihood="categorical", learn_prior=False)
+        assert fixed.mcmc_config(100, 50).learn_prior is False
+        assert build_spec("y", method=method).mcmc_config(100, 50).learn_prior is False  # regression: unchanged
+
+
 def test_bad_settings_raise_value_error():
     bnn, data = linear_problem()
     key = jax.random.PRNGKey(0)

@@ -14,7 +14,9 @@
    (its noise precision learnt by Gibbs updates unless ``learn_noise=False``;
    a per-row known noise std with ``noise_column``); Gaussian prior with
    precision 1.0 on every kernel and bias entry, a unit-scale prior that
-   matches standardised inputs and targets;
+   matches standardised inputs and targets (an MCMC classifier instead
+   Gibbs-samples its per-layer precisions unless ``learn_prior=False``:
+   :data:`sigmabnn.fitting.spec.CLASSIFIER_LEARNS_PRIOR`);
 5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"chees"``, ``"mh"``,
    or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``; or train a
    deep ensemble, :func:`sigmabnn.ensemble.fit_ensemble` for ``"ensemble"``
