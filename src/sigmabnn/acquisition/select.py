@@ -245,7 +245,9 @@ def class_scores(fitted: FittedModel, x: Any, criterion: str) -> np.ndarray:
     return np.concatenate(parts).astype(np.float64) if parts else np.zeros(0)
 
 
-def _batchbald_picks(fitted: FittedModel, pool: _Pool, k: int, key: jax.Array, features: Sequence[str] | None):
+def _batchbald_picks(
+    fitted: FittedModel, pool: _Pool, k: int, key: jax.Array, features: Sequence[str] | None
+) -> BatchPicks:
     """BatchBALD's ``k`` picks among the pool's best BALD rows (module docstring); each pick's score is its gain."""
     m = min(len(pool.scores), max(BATCHBALD_PER_PICK * k, BATCHBALD_MIN_CANDIDATES))
     best = top_scores(pool.scores, m).indices
