@@ -76,6 +76,10 @@ COLS = [("variant", "prior precisions", ""), ("fits", "fits", "d"), ("nll", "sco
         ("ece_raw", "ECE T=1", ".4f"), ("median_temperature", "median T", ".3g")]  # fmt: skip
 
 
+def _number(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def markdown(data: dict[str, Any]) -> str:
     s, meta = data["summary"], data["meta"]
     d = s["nll_learned_minus_fixed"]
@@ -87,7 +91,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
         f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations).", "",
         markdown_table(rows, COLS), "",
-        f"Paired over {d['seeds']} splits, scoring NLL learned - fixed: {d['mean']:+.4f} (SE {d['se']:.4f}). "
+        f"Paired over {d['seeds']} splits, scoring NLL learned - fixed: {_number(d['mean'], '+.4f')} "
+        f"(SE {_number(d['se'], '.4f')}). "
         f"**Chosen: `{s['chosen']}`** (lower mean scoring NLL with the kept temperature; within {TIE} nats "
         "of the fixed prior, the fixed prior).", "",
     ])  # fmt: skip
