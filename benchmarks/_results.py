@@ -34,6 +34,19 @@ def finish_metadata(meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: The one-line error of a ``--shard`` that :func:`parse_shard` refuses (``.format(text)``).
+SHARD_ERROR = "error: --shard must be I/N with 0 <= I < N, got {!r}"
+
+
+def parse_shard(text: str) -> tuple[int, int] | None:
+    """``(i, n)`` of a worker's ``--shard I/N`` (``0 <= I < N``), or ``None`` for text of another form."""
+    parts = text.split("/")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    i, n = int(parts[0]), int(parts[1])
+    return (i, n) if 0 <= i < n else None
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename (the library's atomic writer)."""
     from sigmabnn.io.atomic import atomic_write_text

@@ -83,7 +83,16 @@ import numpy as np
 import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write, write_json  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS_DIR,
+    SHARD_ERROR,
+    finish_metadata,
+    markdown_table,
+    parse_shard,
+    run_metadata,
+    write,
+    write_json,
+)
 from sigmabnn.acquisition import batchbald_batch, classification_scores, select_batch, stochastic_batch  # noqa: E402
 from sigmabnn.api import fit  # noqa: E402
 from sigmabnn.datasets import load_digits  # noqa: E402
@@ -787,7 +796,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (Path("/tmp/sigmabnn-classification-smoke") if args.smoke else RESULTS_DIR)
     out.mkdir(parents=True, exist_ok=True)
     meta = run_metadata("benchmarks/classification.py" + (" --smoke" if args.smoke else ""))
-    shard = None if args.shard is None else tuple(int(v) for v in args.shard.split("/"))
+    shard = None if args.shard is None else parse_shard(args.shard)
+    if args.shard is not None and shard is None:
+        print(SHARD_ERROR.format(args.shard), file=sys.stderr)
+        return 2
     state = State(out / "classification_state.json", shard)
     table = load_digits()
     parts = args.parts.split(",")

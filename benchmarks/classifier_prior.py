@@ -34,7 +34,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import classification as cls  # noqa: E402
 import temperature_seeds  # noqa: E402
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write, write_json  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS_DIR,
+    SHARD_ERROR,
+    finish_metadata,
+    markdown_table,
+    parse_shard,
+    run_metadata,
+    write,
+    write_json,
+)
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import evaluate_classifier  # noqa: E402
 
@@ -106,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settings", type=json.loads, default=NUTS, help=argparse.SUPPRESS)  # the smoke test's budget
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)
-    try:
-        i, n = (int(v) for v in args.shard.split("/"))
-    except ValueError:
-        print(f"error: --shard must be I/N, got {args.shard!r}", file=sys.stderr)
+    shard = parse_shard(args.shard)
+    if shard is None:
+        print(SHARD_ERROR.format(args.shard), file=sys.stderr)
         return 2
+    i, n = shard
     meta = run_metadata("benchmarks/classifier_prior.py")
     args.workdir.mkdir(parents=True, exist_ok=True)
     digits = load_digits()

@@ -45,7 +45,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import classification as cls  # noqa: E402
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write, write_json  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS_DIR,
+    SHARD_ERROR,
+    finish_metadata,
+    markdown_table,
+    parse_shard,
+    run_metadata,
+    write,
+    write_json,
+)
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import ece  # noqa: E402
 from sigmabnn.predict.classes import network_probabilities  # noqa: E402
@@ -225,10 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS_DIR)
     args = ap.parse_args(argv)
     unknown = sorted(set(args.methods) - set(METHODS))
+    shard = parse_shard(args.shard)
     if unknown or not args.config.exists():
         print(f"error: unknown method {unknown[0]!r}" if unknown else f"error: no {args.config}", file=sys.stderr)
         return 2
-    i, n = (int(v) for v in args.shard.split("/"))
+    if shard is None:
+        print(SHARD_ERROR.format(args.shard), file=sys.stderr)
+        return 2
+    i, n = shard
     configs = configurations(args.config)
     meta = run_metadata("benchmarks/temperature_seeds.py")
     args.workdir.mkdir(parents=True, exist_ok=True)

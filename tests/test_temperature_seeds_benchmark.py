@@ -85,3 +85,4 @@ def test_a_small_run_records_every_rule_and_resumes(bench, tmp_path):
     assert (tmp_path / "w" / "map-0.json").stat().st_mtime_ns == stamp  # resumed, not refitted
     assert f"**Chosen rule: `{data['summary']['chosen']}`**" in (tmp_path / "temperature_seeds.md").read_text()
     assert bench.main([*args[:4], "--methods", "nope", "--config", str(config)]) == 2
+    assert bench.main([*args[:4], "--shard", "2/2", "--config", str(config)]) == 2  # I must be below N
