@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_METHOD",
     "DEFAULT_SPLIT",
     "ENSEMBLE_METHODS",
+    "AUTO_NOISE_MODELS",
     "LIKELIHOOD_NAMES",
     "MCMC_METHODS",
     "METHODS",
@@ -46,9 +47,12 @@ MIN_RECALIBRATION_ROWS: int = 20
 """Fewest held-out rows a recalibration accepts (its map resolves levels only to about ``1 / (m + 1)``)."""
 CLI_METHODS: tuple[str, ...] = ("nuts", "hmc", "chees", "mh", *VI_METHODS, *ENSEMBLE_METHODS)
 """The same methods in the order ``sigmabnn train --method`` lists them (ChEES beside the other HMC samplers)."""
-LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t", "categorical")
+LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t", "auto", "categorical")
 """Likelihoods :func:`sigmabnn.api.fit` offers: noise models of a regression (a known per-row noise is chosen by
-``noise_column``) and ``categorical`` (a classifier of integer or string labels)."""
+``noise_column``; ``auto`` chooses among :data:`AUTO_NOISE_MODELS` on the validation rows) and ``categorical``
+(a classifier of integer or string labels)."""
+AUTO_NOISE_MODELS: tuple[str, ...] = ("gaussian", "hetero_student_t")
+"""The noise models ``likelihood="auto"`` chooses between (:mod:`sigmabnn.fitting.noise_choice`)."""
 STUDENT_T_LIKELIHOODS: tuple[str, ...] = ("student_t", "hetero_student_t")
 """The likelihoods with a degrees-of-freedom option (``noise_df``)."""
 RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")

@@ -31,7 +31,7 @@ from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
 
 Array = jax.Array
 
-__all__ = ["scale_head_starts"]
+__all__ = ["mean_network", "scale_head_starts", "widen_to_scale_head"]
 
 
 def scale_head_starts(
@@ -56,19 +56,29 @@ def scale_head_starts(
         ``(positions [num_starts, d], s0)``: positions in the BNN's dtype; ``s0`` the scalar
         starting scale in standardised target units.
     """
+    mean_bnn = mean_network(bnn)
+    positions, _ = pretrain_map(
+        rng_key, mean_bnn, data, mean_bnn.default_hyperparameters(), map_config, val_data, num_starts=num_starts
+    )
+    return widen_to_scale_head(bnn, positions, data)
+
+
+def mean_network(bnn: BNN) -> BNN:
+    """The mean network of ``bnn`` (a heteroscedastic Student-t BNN): the same hidden layers, ``t`` outputs,
+    the homoscedastic Gaussian likelihood at its default precision (step 1 of the module docstring)."""
     lik = bnn.likelihood
     if not isinstance(lik, HeteroscedasticStudentT):
         raise ValueError(f"scale_head_starts needs the hetero_student_t likelihood, got {lik.name!r}")
     t = bnn.mlp.widths[-1] // 2
-    mean_bnn = BNN(
-        mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)),
-        prior=bnn.prior,
-        likelihood=Gaussian(),
-        dtype=bnn.dtype,
-    )
-    positions, _ = pretrain_map(
-        rng_key, mean_bnn, data, mean_bnn.default_hyperparameters(), map_config, val_data, num_starts=num_starts
-    )
+    return BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=bnn.prior, likelihood=Gaussian(),
+               dtype=bnn.dtype)  # fmt: skip
+
+
+def widen_to_scale_head(bnn: BNN, positions: Array, data: Data) -> tuple[Array, Array]:
+    """Steps 2 and 3 of the module docstring: ``(positions [k, d], s0)`` of ``bnn`` from its mean network's
+    fitted ``positions`` ``[k, d_mean]`` (:func:`mean_network`) and the training ``data``."""
+    mean_bnn = mean_network(bnn)
+    lik = bnn.likelihood
     robust = BNN(mlp=mean_bnn.mlp, prior=bnn.prior, likelihood=StudentT(df=lik.df), dtype=bnn.dtype)
     tau = initial_noise_precision(robust, data, HyperPrior(), positions)
     s0 = 1.0 / jnp.sqrt(tau)

@@ -27,6 +27,7 @@ __all__ = [
     "FitReport",
     "MCMCSummary",
     "ModelSummary",
+    "NoiseChoiceSummary",
     "RecalibrationSummary",
     "Timings",
     "TrainingProgress",
@@ -256,6 +257,24 @@ class RecalibrationSummary(_Section):
         return {**out, **self.extra}
 
 
+@dataclass(frozen=True)
+class NoiseChoiceSummary(_Section):
+    """The noise model ``likelihood="auto"`` chose (:mod:`sigmabnn.fitting.noise_choice`).
+
+    Attributes:
+        likelihood: the chosen noise model (the model's likelihood).
+        val_log_density: per candidate, its MAP starts' mean mixture log density on the validation
+            rows (nats per row, standardised target units); empty when none was computed.
+        reason: one line saying how the choice was made.
+    """
+
+    likelihood: str | None = None
+    val_log_density: Mapping[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+
 def _names(obj: Any) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(obj))
 
@@ -286,6 +305,7 @@ class FitReport:
         timings: :class:`Timings`.
         metrics: ``train``/``val`` -> :func:`sigmabnn.evaluate.metrics.evaluate`'s JSON.
         recalibration: :class:`RecalibrationSummary` of a recalibrated model.
+        noise_choice: :class:`NoiseChoiceSummary` of a fit given ``likelihood="auto"`` that chose.
         training: :class:`TrainingProgress` of an interrupted run's partial model.
         extra: keys of a stored report this version does not know.
     """
@@ -298,6 +318,7 @@ class FitReport:
     timings: Timings | None = None
     metrics: Mapping[str, Any] | None = None
     recalibration: RecalibrationSummary | None = None
+    noise_choice: NoiseChoiceSummary | None = None
     training: TrainingProgress | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -326,6 +347,7 @@ class FitReport:
             "model": ModelSummary,
             "timings": Timings,
             "recalibration": RecalibrationSummary,
+            "noise_choice": NoiseChoiceSummary,
             "training": TrainingProgress,
         }
         values: dict[str, Any] = {k: t.from_json(d[k]) for k, t in parts.items() if d.get(k) is not None}

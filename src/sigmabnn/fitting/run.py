@@ -26,15 +26,24 @@ from sigmabnn.data.domain import Domain
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting import checkpointing, score
+from sigmabnn.fitting.noise_choice import choose_noise_model
 from sigmabnn.fitting.prepare import PreparedData, prepare_data
-from sigmabnn.fitting.report import DataSummary, FitReport, ModelSummary, RecalibrationSummary, Timings
+from sigmabnn.fitting.report import (
+    DataSummary,
+    FitReport,
+    ModelSummary,
+    NoiseChoiceSummary,
+    RecalibrationSummary,
+    Timings,
+)
 from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.fitting.trainers import Trained, Trainer, trainer_for
+from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.io.model_file import save_model, to_jsonable
 from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
 from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN
-from sigmabnn.names import MCMC_METHODS, STUDENT_T_LIKELIHOODS
+from sigmabnn.names import AUTO_NOISE_MODELS, MCMC_METHODS, STUDENT_T_LIKELIHOODS
 from sigmabnn.recalibration import recalibrate, uniformity_pvalue
 from sigmabnn.temperature import fit_temperature
 
@@ -173,6 +182,55 @@ def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, 
     return fitted, summary
 
 
+def _noise_model(
+    spec: FitSpec, prepared: PreparedData, checkpoint: Any, resume: bool, initial_positions: Any
+) -> tuple[NoiseChoiceSummary, FitSpec, Any]:  # fmt: skip
+    """``likelihood="auto"``: ``(summary, spec with the chosen likelihood, the sampler's starts)``.
+
+    Chosen on the validation rows (:mod:`sigmabnn.fitting.noise_choice`), except where the starts
+    are given: a resumed run keeps the likelihood whose width its checkpoint's MAP positions have,
+    and ``initial_positions`` (an earlier fit's networks) the one whose width they have.
+    """
+    given = _given_width(checkpoint, resume, initial_positions)
+    if given is not None:
+        for name in AUTO_NOISE_MODELS:
+            chosen = spec.with_likelihood(name)
+            if _num_params(chosen, prepared) == given:
+                reason = "the likelihood whose network width the " + (
+                    "checkpoint's MAP positions have" if initial_positions is None else "initial positions have"
+                )
+                return NoiseChoiceSummary(name, {}, reason), chosen, initial_positions
+        raise InputError(f"likelihood='auto': no noise model has {given} parameters, the width of the given starts")
+    gauss = spec.with_likelihood("gaussian")
+    trainer = trainer_for(gauss, prepared.train.n, _num_params(gauss, prepared))
+    key = jax.random.fold_in(jax.random.key(spec.seed), NOISE_CHOICE_STREAM)
+    map_config = trainer.config.map if trainer.config.map is not None else trainer.default_map
+    choice = choose_noise_model(key, spec, prepared, map_config, int(trainer.config.num_chains))
+    summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason)
+    return summary, spec.with_likelihood(choice.likelihood), choice.starts
+
+
+#: The stream of the seed's key the noise-model choice draws from (the run itself uses the key unfolded).
+NOISE_CHOICE_STREAM = 7
+
+
+def _given_width(checkpoint: Any, resume: bool, initial_positions: Any) -> int | None:
+    """The parameter count of given starts: ``initial_positions``', else a resumed checkpoint's MAP positions'."""
+    if initial_positions is not None:
+        return int(np.shape(initial_positions)[-1])
+    if resume and checkpoint is not None:
+        saved = Checkpoint.open(checkpoint).load_arrays("map")
+        if saved is not None and "positions" in saved:
+            return int(np.shape(saved["positions"])[-1])
+    return None
+
+
+def _num_params(spec: FitSpec, prepared: PreparedData) -> int:
+    bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
+                    spec.model.dtype)  # fmt: skip
+    return num_params(bnn.mlp)
+
+
 def run_fit(
     data: Any, spec: FitSpec, *, progress: bool = True, checkpoint: Any = None, resume: bool = False,
     initial_positions: Any = None, client: Any = None, chains_per_task: int | None = None,
@@ -201,6 +259,9 @@ def run_fit(
         raise InputError("chains_per_task needs a Dask client (client=, --dask)")
     fit_args = spec.to_json() if checkpoint is not None else None
     prepared = prepare_data(data, spec)
+    noise = None
+    if spec.model.noise_choice:
+        noise, spec, initial_positions = _noise_model(spec, prepared, checkpoint, resume, initial_positions)
     num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
     bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
                     spec.model.activation, spec.model.dtype)  # fmt: skip
@@ -213,7 +274,7 @@ def run_fit(
     domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
     fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
                     adapted=trained.adapted, diagnostics={}, domain=domain)  # fmt: skip
-    sections = {}
+    sections = {} if noise is None else {"noise_choice": noise}
     if spec.is_classifier and prepared.val.n > 0:  # temperature on the validation rows, kept if it lowers their NLL
         fitted, sections["recalibration"] = _temperature(fitted, prepared)
     t_metrics = time.perf_counter()

@@ -84,6 +84,9 @@ class ModelSpec(NamedTuple):
         noise_precision: the noise precision's start or fixed value (standardised units), or ``None``.
         learn_noise: learn the noise precision (``False`` for ``hetero_student_t``).
         dtype: ``"float64"`` or ``"float32"``.
+        noise_choice: ``likelihood="auto"`` asked for a choice among :data:`sigmabnn.names.AUTO_NOISE_MODELS`
+            on the validation rows (:mod:`sigmabnn.fitting.noise_choice`); ``likelihood`` is then the
+            fallback (``"gaussian"``) until the fit replaces it with the choice (:meth:`FitSpec.with_likelihood`).
     """
 
     architecture: str | tuple[int, ...] = "auto"
@@ -93,6 +96,7 @@ class ModelSpec(NamedTuple):
     noise_precision: float | None = None
     learn_noise: bool = True
     dtype: str = "float64"
+    noise_choice: bool = False
 
 
 class MethodSpec(NamedTuple):
@@ -151,6 +155,12 @@ class FitSpec(NamedTuple):
         if self.method.name in ENSEMBLE_METHODS:
             return True
         return False if self.data.noise_column is not None else self.model.learn_noise
+
+    def with_likelihood(self, name: str) -> FitSpec:
+        """This spec with the noise model ``name`` (one of :data:`sigmabnn.names.AUTO_NOISE_MODELS`) chosen:
+        ``noise_choice`` off, and no learnt noise precision for ``hetero_student_t`` (as :func:`build_spec`)."""
+        learn = self.model.learn_noise and name != "hetero_student_t"
+        return self._replace(model=self.model._replace(likelihood=name, noise_choice=False, learn_noise=learn))
 
     def likelihood(self, num_classes: int = 2) -> Any:
         """The likelihood the BNN is built with (:func:`sigmabnn.model.build.likelihood_for`);
@@ -221,6 +231,7 @@ class FitSpec(NamedTuple):
             "method_options": dict(me.options),
             **({"baseline": list(d.baseline)} if d.baseline else {}),
             **({"likelihood": mo.likelihood, "noise_df": mo.noise_df} if mo.likelihood != "gaussian" else {}),
+            **({"likelihood": "auto"} if mo.noise_choice else {}),
             **self._recalibrate_arg(),
         }
         return _json(args)
@@ -305,6 +316,14 @@ def _check_likelihood(method: str, likelihood: str, noise_column: Any, noise_pre
             raise InputError(f"the hetero_student_t likelihood needs an MCMC method ({', '.join(MCMC_METHODS)})")
         if noise_column is not None or noise_precision is not None:
             raise InputError("the hetero_student_t likelihood learns a scale per point: no noise column or precision")
+
+
+def auto_noise_choice(method: str, noise_column: Any, noise_precision: Any, learn_noise: bool) -> bool:
+    """Whether ``likelihood="auto"`` chooses the noise model on the validation rows: for an MCMC regression
+    with a learnt, unknown noise (:mod:`sigmabnn.fitting.noise_choice`). Otherwise ``"auto"`` is the Gaussian
+    likelihood: a known per-row noise or a fixed precision are Gaussian, an ensemble learns its own variance
+    head, and VI was not measured with another noise model."""
+    return method in MCMC_METHODS and noise_column is None and noise_precision is None and bool(learn_noise)
 
 
 #: The map ``recalibrate="auto"`` fits (:mod:`sigmabnn.calibration`), chosen on validation rows by
@@ -431,6 +450,9 @@ def build_spec(
     if noise_precision is not None and not (np.isfinite(noise_precision) and noise_precision > 0):
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
     likelihood = str(likelihood).lower()
+    noise_choice = likelihood == "auto" and auto_noise_choice(method, noise_column, noise_precision, learn_noise)
+    if likelihood == "auto":
+        likelihood = "gaussian"
     try:
         dtype = resolve(auto_dtype(method, likelihood) if dtype is None else dtype).name
     except (TypeError, ValueError) as err:
@@ -484,6 +506,7 @@ def build_spec(
             noise_precision=noise_precision,
             learn_noise=bool(learn_noise),
             dtype=dtype,
+            noise_choice=noise_choice,
         ),
         method=MethodSpec(
             name=method,

@@ -1,0 +1,126 @@
+"""``likelihood="auto"``: the noise model chosen on the validation rows (:mod:`sigmabnn.fitting.noise_choice`)."""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmabnn.api import fit, resume
+from sigmabnn.errors import InputError
+from sigmabnn.fitting.noise_choice import mixture_log_density
+from sigmabnn.fitting.spec import build_spec
+from sigmabnn.io.checkpoint import Checkpoint, TrainingInterrupted
+from sigmabnn.model.build import build_bnn, likelihood_for
+from sigmabnn.model.posterior import Data
+
+SMALL = {"architecture": "1-8-1", "num_chains": 2, "num_warmup": 30, "num_samples": 10, "max_tree_depth": 4}
+
+
+def toy(n: int, seed: int, hetero: bool) -> pd.DataFrame:
+    """``y = sin(3 x) + s(x) e`` on [0, 1]: ``s = 0.01 + 0.5 x`` (hetero) or ``0.2``, Gaussian ``e``."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 1.0, n)
+    scale = 0.01 + 0.5 * x if hetero else 0.2
+    return pd.DataFrame({"x": x, "y": np.sin(3 * x) + scale * rng.standard_normal(n)})
+
+
+def test_auto_chooses_only_for_an_mcmc_regression_with_unknown_noise():
+    assert build_spec("y", likelihood="auto").model.noise_choice
+    assert build_spec("y", likelihood="auto", method="nuts").model.noise_choice
+    for kwargs in ({"method": "ensemble"}, {"method": "bbb"}, {"noise_precision": 50.0}, {"learn_noise": False},
+                   {"noise_column": "s"}):  # fmt: skip
+        spec = build_spec("y", likelihood="auto", **kwargs)
+        assert not spec.model.noise_choice and spec.model.likelihood == "gaussian", kwargs
+    spec = build_spec("y", likelihood="auto")
+    assert spec.model.likelihood == "gaussian" and spec.to_json()["likelihood"] == "auto"
+    chosen = spec.with_likelihood("hetero_student_t")
+    assert chosen.model.likelihood == "hetero_student_t" and not chosen.model.learn_noise
+    assert not chosen.model.noise_choice and chosen.to_json()["likelihood"] == "hetero_student_t"
+
+
+def test_auto_takes_no_degrees_of_freedom():
+    with pytest.raises(InputError, match="student_t and hetero_student_t"):
+        build_spec("y", likelihood="auto", noise_df=4.0)
+
+
+def test_mixture_log_density_is_the_log_of_the_mean_density():
+    """Two networks that differ only in their output bias: the mixture of two Gaussians, by hand."""
+    bnn = build_bnn(likelihood_for("gaussian"), "1-3-1", ["x"], "tanh", "float64")
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(1, 3 * 1 + 3 + 3 * 1 + 1))
+    positions = np.repeat(base, 2, axis=0)
+    positions[1, -1] += 0.7  # the last parameter is the output bias
+    x = rng.normal(size=(5, 1))
+    y = rng.normal(size=(5, 1))
+    tau = 4.0
+    data = Data(x=jnp.asarray(x), y=jnp.asarray(y))
+    got = float(mixture_log_density(bnn, jnp.asarray(positions), jnp.asarray(tau), data))
+    means = np.stack([np.asarray(bnn.apply(bnn.unflatten(jnp.asarray(p)), jnp.asarray(x)))[:, 0] for p in positions])
+    assert abs(means[1] - means[0] - 0.7).max() < 1e-12
+    dens = np.sqrt(tau / (2 * math.pi)) * np.exp(-0.5 * tau * (y[:, 0] - means) ** 2)
+    assert got == pytest.approx(float(np.mean(np.log(dens.mean(axis=0)))), rel=1e-10)
+
+
+def test_a_growing_noise_scale_chooses_the_scale_head():
+    fitted, report = fit(toy(300, 0, hetero=True), "y", ["x"], likelihood="auto", seed=0, progress=False, **SMALL)
+    choice = report.noise_choice
+    assert choice.likelihood == "hetero_student_t" == report.model.likelihood == fitted.bnn.likelihood.name
+    assert choice.val_log_density["hetero_student_t"] > choice.val_log_density["gaussian"]
+    assert report.model.architecture == "1-8-2"
+    assert fitted.report.noise_choice == choice  # stored in the model's diagnostics and read back
+
+
+def test_too_few_validation_rows_keep_the_gaussian_without_a_choice():
+    fitted, report = fit(toy(60, 0, hetero=True), "y", ["x"], likelihood="auto", split=(0.8, 0.2, 0.0),
+                         progress=False, **SMALL)  # fmt: skip
+    assert report.model.likelihood == "gaussian" and report.noise_choice.val_log_density == {}
+    assert "fewer than 20" in report.noise_choice.reason
+
+
+def test_given_starts_choose_by_their_width():
+    """An earlier fit's networks (an active-learning refit) keep that fit's noise model."""
+    data = toy(120, 0, hetero=True)
+    first, _ = fit(data, "y", ["x"], likelihood="hetero_student_t", progress=False, **SMALL)
+    starts = np.asarray(first.draws.positions)[:, -1]
+    again, report = fit(data, "y", ["x"], likelihood="auto", initial_positions=starts, progress=False, **SMALL)
+    assert report.model.likelihood == "hetero_student_t" and report.noise_choice.val_log_density == {}
+    with pytest.raises(InputError, match="no noise model has 5 parameters"):
+        fit(data, "y", ["x"], likelihood="auto", initial_positions=np.zeros((2, 5)), progress=False, **SMALL)
+
+
+def test_the_choice_is_drawn_from_the_seed():
+    """The run is reproducible: the same seed gives the same choice and scores."""
+    a = fit(toy(200, 1, hetero=False), "y", ["x"], likelihood="auto", seed=3, progress=False, **SMALL)[1]
+    b = fit(toy(200, 1, hetero=False), "y", ["x"], likelihood="auto", seed=3, progress=False, **SMALL)[1]
+    assert a.noise_choice == b.noise_choice
+
+
+@pytest.mark.slow
+def test_a_resumed_auto_fit_keeps_its_noise_model(tmp_path, monkeypatch):
+    """Interrupted in sampling and resumed: the checkpoint's MAP positions name the likelihood, and the
+    draws are those of the uninterrupted fit."""
+    path = tmp_path / "data.csv"
+    toy(300, 0, hetero=True).to_csv(path, index=False)
+    options = dict(method="mh", likelihood="auto", architecture="1-3-1", num_chains=2, num_warmup=40, num_samples=60,
+                   progress=False, map={"num_steps": 200}, seed=4)  # fmt: skip
+    reference, first = fit(path, "y", **options)
+    assert first.noise_choice.likelihood == "hetero_student_t"
+    commit = Checkpoint.commit
+
+    def stop_in_sampling(self, iteration, state):
+        commit(self, iteration, state)
+        if iteration == 90:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "commit", stop_in_sampling)
+    model = tmp_path / "m.model"
+    with pytest.raises(TrainingInterrupted):
+        fit(path, "y", checkpoint=model, **options)
+    monkeypatch.setattr(Checkpoint, "commit", commit)
+    fitted, report = resume(model, progress=False)
+    assert report.model.likelihood == "hetero_student_t" and "checkpoint" in report.noise_choice.reason
+    np.testing.assert_array_equal(fitted.draws.positions, reference.draws.positions)
