@@ -478,6 +478,14 @@ ENTRIES: dict[str, dict[str, Any] | Callable[[int, int], dict[str, Any]] | str] 
         "dtype": "float32",
     },
 }
+#: The chosen default's options (the library's default, written out).
+CHOSEN = ENTRIES["chees-within-8x125-rows-w-sauto-b18w17-f32-auto"]
+# the chosen default with another noise model: a learnt scale with Student-t tails, and a per-row scale output
+# by the network with Student-t tails
+ENTRIES["likelihood-student-t"] = {**CHOSEN, "likelihood": "student_t"}
+ENTRIES["likelihood-hetero-t"] = {**CHOSEN, "likelihood": "hetero_student_t"}
+# the chosen default with the noise model chosen on fit's own validation rows (sigmabnn.fitting.noise_choice)
+ENTRIES["likelihood-auto"] = {**CHOSEN, "likelihood": "auto"}
 TEST_METHODS = ("sigmabnn", "previous-default", "ensemble", NUMPYRO)
 CANDIDATES = (
     "chees-map", "chees-map-8x125", "chees-map-16x64", "nuts-d6-short", "nuts-d6-16x64", "chees-map-recal",
@@ -493,7 +501,8 @@ CANDIDATES = (
     "chees-within-8x125-rows-w-sauto-b18-auto", "chees-within-8x125-rows-w-sauto-b18-f32",
     "chees-within-8x125-rows-w-sauto-b18-f32-auto", "chees-within-8x125-rows-w-sauto-b18w17",
     "chees-within-8x125-rows-w-sauto-b18w17-auto", "chees-within-8x125-rows-w-sauto-b18w17-f32",
-    "chees-within-8x125-rows-w-sauto-b18w17-f32-auto",
+    "chees-within-8x125-rows-w-sauto-b18w17-f32-auto", "likelihood-student-t", "likelihood-hetero-t",
+    "likelihood-auto",
 )  # fmt: skip
 VALIDATE_METHODS = ("previous-default", "sigmabnn", *CANDIDATES)
 SCALING_METHODS = ("sigmabnn",)
@@ -1328,8 +1337,8 @@ def choose(summary: Sequence[dict[str, Any]], num_tables: int) -> str | None:
     (:func:`with_float32`) replaces it when the twin and the sampler's twin are eligible, the twin's median
     time is lower, and the sampler's twin's validation LL is not lower than the sampler's by more than
     :data:`PRECISION_SE` standard errors (``ll_vs_float64`` of the summary: float32 changes the rounding,
-    not the model, so a gap within the noise is no reason to give up its speed). ``previous-default`` and
-    ``sigmabnn`` are not candidates."""
+    not the model, so a gap within the noise is no reason to give up its speed). (4) The noise model:
+    :func:`noise_model_step`. ``previous-default`` and ``sigmabnn`` are not candidates."""
     eligible = {
         r["sampler"]: r
         for r in summary
@@ -1349,7 +1358,28 @@ def choose(summary: Sequence[dict[str, Any]], num_tables: int) -> str | None:
     if twin is None or base_twin is None or base_twin.get("ll_vs_float64") is None:
         return chosen["sampler"]
     not_worse = base_twin["ll_vs_float64"] >= -PRECISION_SE * base_twin["ll_vs_float64_se"]
-    return twin["sampler"] if not_worse and twin["median_seconds"] < chosen["median_seconds"] else chosen["sampler"]
+    chosen = twin if not_worse and twin["median_seconds"] < chosen["median_seconds"] else chosen
+    return noise_model_step(eligible, chosen)["sampler"]
+
+
+#: Step (4) of :func:`choose`: the candidate whose noise model fit chooses itself, and the options of the
+#: chosen candidate it adds ``likelihood="auto"`` to (the default when this step was added).
+NOISE_CANDIDATE = "likelihood-auto"
+#: Step (4): how much larger (absolute) the noise-model candidate's mean |coverage - nominal| may be.
+NOISE_COVERAGE_SLACK = 0.01
+
+
+def noise_model_step(eligible: dict[str, dict[str, Any]], chosen: dict[str, Any]) -> dict[str, Any]:
+    """Step (4) of :func:`choose`, fixed before its candidate ran: :data:`NOISE_CANDIDATE` (the chosen options
+    with ``likelihood="auto"``) replaces ``chosen`` when it is eligible, is that candidate plus the noise-model
+    choice, has the smaller mean LL gap to best, and its mean |coverage - nominal| is at most
+    :data:`NOISE_COVERAGE_SLACK` larger."""
+    auto = eligible.get(NOISE_CANDIDATE)
+    if auto is None or ENTRIES[NOISE_CANDIDATE] != {**ENTRIES[chosen["sampler"]], "likelihood": "auto"}:
+        return chosen
+    better = auto["mean_ll_gap"] < chosen["mean_ll_gap"]
+    calibrated = auto["mean_abs_coverage_error"] <= chosen["mean_abs_coverage_error"] + NOISE_COVERAGE_SLACK
+    return auto if better and calibrated else chosen
 
 
 SUMMARY_COLUMNS = [
@@ -1395,7 +1425,10 @@ def render_validation(data: dict[str, Any]) -> str:
         "`dtype: float32`) replaces it when both twins are eligible, the twin is faster (median) and the "
         "sampler's twin's LL is not lower than the sampler's by more than "
         f"{PRECISION_SE:g} standard errors (`LL - float64 twin's`: over the tables where both kept their rows' "
-        "LL, the mean of each table's paired per-row difference, and its standard error). The library's default "
+        "LL, the mean of each table's paired per-row difference, and its standard error); (4) the noise model: "
+        f"`{NOISE_CANDIDATE}` (those options plus `likelihood: auto`, the noise model chosen on fit's own "
+        "validation rows) replaces it when eligible, with a smaller mean LL gap to best and a mean "
+        f"abs(cov - nominal) at most {NOISE_COVERAGE_SLACK:g} larger. The library's default "
         "(`sigmabnn.train.CHEES_DEFAULTS`, `sigmabnn.fitting.spec.auto_recalibration`, "
         "`sigmabnn.fitting.spec.auto_dtype`, fit's random split `sigmabnn.names.DEFAULT_SPLIT`) is set "
         "to the chosen candidate's options; the test phase "

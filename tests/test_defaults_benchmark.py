@@ -382,6 +382,22 @@ def test_the_rule_then_takes_the_float32_twin_only_when_it_is_faster_and_its_ll_
     assert [n for n, r in slower.items() if r["chosen"]] == [auto]
 
 
+def test_the_rule_last_takes_the_chosen_options_with_the_noise_model_choice_when_they_fit_better(bench):
+    chosen = "chees-within-8x125-rows-w-sauto-b18w17-f32-auto"
+    assert bench.ENTRIES[bench.NOISE_CANDIDATE] == {**bench.ENTRIES[chosen], "likelihood": "auto"}
+    base = {"sampler": chosen, "mean_ll_gap": 0.10, "mean_abs_coverage_error": 0.040}
+
+    def step(gap, coverage_error, name=chosen):
+        auto = {"sampler": bench.NOISE_CANDIDATE, "mean_ll_gap": gap, "mean_abs_coverage_error": coverage_error}
+        return bench.noise_model_step({bench.NOISE_CANDIDATE: auto}, {**base, "sampler": name})["sampler"]
+
+    assert step(0.05, 0.045) == bench.NOISE_CANDIDATE  # better LL, coverage within the slack
+    assert step(0.05, 0.055) == chosen  # better LL, coverage beyond the slack
+    assert step(0.10, 0.030) == chosen  # no better LL (a tie keeps the Gaussian)
+    assert step(0.05, 0.040, name="chees-map-8x125") == "chees-map-8x125"  # not the same options plus auto
+    assert bench.noise_model_step({}, base) == base  # not eligible
+
+
 # --------------------------------------------------------------------------- resume
 
 
