@@ -152,7 +152,10 @@ def fit(
             ``learn_noise`` does not apply; ``architecture`` is that of the mean network, ending
             in one output, to which the scale output is added, as for the ensemble; MAP first
             fits the mean network alone and starts the scale at the residuals' Student-t scale,
-            :mod:`sigmabnn.scale_head`). ``"categorical"``: a classifier of the target's integer
+            :mod:`sigmabnn.scale_head`). ``"auto"``: an MCMC regression with a learnt noise chooses
+            ``"gaussian"`` or ``"hetero_student_t"`` by its MAP starts' log density on the validation
+            rows (:mod:`sigmabnn.fitting.noise_choice`; the report's ``noise_choice`` says which and
+            why); other fits take ``"gaussian"``. ``"categorical"``: a classifier of the target's integer
             or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the sorted
             label set stored in the model; one logit per class; the logits' temperature fitted
             on the validation rows when it lowers their NLL; no noise, log-target, baseline or

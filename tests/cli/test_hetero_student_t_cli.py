@@ -55,3 +55,21 @@ def test_train_predict_evaluate_with_hetero_student_t(workdir: Path, capsys) -> 
 )
 def test_bad_hetero_student_t_options_are_one_line_errors(workdir: Path, capsys, extra, message) -> None:
     assert_train_fails_in_one_line(workdir, capsys, extra, message)
+
+
+@pytest.mark.slow
+def test_train_with_the_automatic_noise_model_says_which_it_chose(workdir: Path, capsys) -> None:
+    out = workdir / "auto.model"
+    argv = ["train", str(workdir / "train.csv"), *TRAIN, "--log-target", *TINY, "--split", "0.7,0.3,0"]
+    assert main([*argv, "--likelihood", "auto", "-q", "--out", str(out)]) == 0
+    fitted = load_model(out)
+    choice = fitted.report.noise_choice
+    assert choice.likelihood == fitted.bnn.likelihood.name and set(choice.val_log_density) == {
+        "gaussian",
+        "hetero_student_t",
+    }
+    assert choice.val_log_density[choice.likelihood] == max(choice.val_log_density.values())
+    assert (
+        main(["train", str(workdir / "train.csv"), *TRAIN, "--likelihood", "auto", "--df", "4", "--out", str(out)]) == 2
+    )
+    assert "student_t and hetero_student_t" in capsys.readouterr().err

@@ -168,8 +168,9 @@ def _add_sampler_arguments(p: argparse.ArgumentParser) -> None:
         "--likelihood",
         choices=LIKELIHOOD_NAMES,
         default=None,
-        help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled) "
-        "or hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only); categorical: "
+        help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled), "
+        "hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only) or auto (MCMC: "
+        "gaussian or hetero_student_t, whichever MAP fits predict the validation rows better); categorical: "
         "a classifier of the target's integer or string labels (every method)",
     )
     sampler.add_argument(
