@@ -812,6 +812,8 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         "n_fit": report.get("data", {}).get("train"),
         "n_val": report.get("data", {}).get("val"),
         "num_params": report.get("model", {}).get("num_params"),
+        "likelihood": report.get("model", {}).get("likelihood"),
+        **({"noise_choice": report["noise_choice"]} if report.get("noise_choice") else {}),
         "timings": report.get("timings"),
         "diagnostics": {
             k: sampler.get(k)

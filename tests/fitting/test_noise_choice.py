@@ -11,7 +11,7 @@ import pytest
 
 from sigmabnn.api import fit, resume
 from sigmabnn.errors import InputError
-from sigmabnn.fitting.noise_choice import mixture_log_density
+from sigmabnn.fitting.noise_choice import MARGIN_SE, beats, mixture_log_densities
 from sigmabnn.fitting.spec import build_spec
 from sigmabnn.io.checkpoint import Checkpoint, TrainingInterrupted
 from sigmabnn.model.build import build_bnn, likelihood_for
@@ -58,18 +58,31 @@ def test_mixture_log_density_is_the_log_of_the_mean_density():
     y = rng.normal(size=(5, 1))
     tau = 4.0
     data = Data(x=jnp.asarray(x), y=jnp.asarray(y))
-    got = float(mixture_log_density(bnn, jnp.asarray(positions), jnp.asarray(tau), data))
+    got = np.asarray(mixture_log_densities(bnn, jnp.asarray(positions), jnp.asarray(tau), data))
     means = np.stack([np.asarray(bnn.apply(bnn.unflatten(jnp.asarray(p)), jnp.asarray(x)))[:, 0] for p in positions])
     assert abs(means[1] - means[0] - 0.7).max() < 1e-12
     dens = np.sqrt(tau / (2 * math.pi)) * np.exp(-0.5 * tau * (y[:, 0] - means) ** 2)
-    assert got == pytest.approx(float(np.mean(np.log(dens.mean(axis=0)))), rel=1e-10)
+    np.testing.assert_allclose(got, np.log(dens.mean(axis=0)), rtol=1e-10)
+
+
+def test_the_scale_head_must_win_by_more_than_the_noise_of_the_rows():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(size=24)
+    noise = (noise - noise.mean()) / noise.std(ddof=1)  # mean 0, sd 1: the paired SE is 1 / sqrt(24)
+    se = 1 / np.sqrt(24)
+    assert not beats(noise + 0.9 * MARGIN_SE * se)
+    assert beats(noise + 1.1 * MARGIN_SE * se)
+    assert not beats(noise - 1.0)
 
 
 def test_a_growing_noise_scale_chooses_the_scale_head():
-    fitted, report = fit(toy(300, 0, hetero=True), "y", ["x"], likelihood="auto", seed=0, progress=False, **SMALL)
+    fitted, report = fit(toy(600, 0, hetero=True), "y", ["x"], likelihood="auto", seed=0, progress=False, **SMALL)
     choice = report.noise_choice
     assert choice.likelihood == "hetero_student_t" == report.model.likelihood == fitted.bnn.likelihood.name
     assert choice.val_log_density["hetero_student_t"] > choice.val_log_density["gaussian"]
+    assert choice.seconds > 0 and "paired SE" in choice.reason
+    # the chains start from the choice's MAP fits: no second MAP pretraining, whose settings are still named
+    assert report.timings.map_seconds < choice.seconds and fitted.settings["map"]
     assert report.model.architecture == "1-8-2"
     assert fitted.report.noise_choice == choice  # stored in the model's diagnostics and read back
 
@@ -96,7 +109,12 @@ def test_the_choice_is_drawn_from_the_seed():
     """The run is reproducible: the same seed gives the same choice and scores."""
     a = fit(toy(200, 1, hetero=False), "y", ["x"], likelihood="auto", seed=3, progress=False, **SMALL)[1]
     b = fit(toy(200, 1, hetero=False), "y", ["x"], likelihood="auto", seed=3, progress=False, **SMALL)[1]
-    assert a.noise_choice == b.noise_choice
+    assert a.noise_choice.val_log_density  # 20 validation rows: a choice was made
+    assert (a.noise_choice.likelihood, a.noise_choice.val_log_density, a.noise_choice.reason) == (
+        b.noise_choice.likelihood,
+        b.noise_choice.val_log_density,
+        b.noise_choice.reason,
+    )
 
 
 @pytest.mark.slow
@@ -104,7 +122,7 @@ def test_a_resumed_auto_fit_keeps_its_noise_model(tmp_path, monkeypatch):
     """Interrupted in sampling and resumed: the checkpoint's MAP positions name the likelihood, and the
     draws are those of the uninterrupted fit."""
     path = tmp_path / "data.csv"
-    toy(300, 0, hetero=True).to_csv(path, index=False)
+    toy(600, 0, hetero=True).to_csv(path, index=False)
     options = dict(method="mh", likelihood="auto", architecture="1-3-1", num_chains=2, num_warmup=40, num_samples=60,
                    progress=False, map={"num_steps": 200}, seed=4)  # fmt: skip
     reference, first = fit(path, "y", **options)

@@ -266,11 +266,16 @@ class NoiseChoiceSummary(_Section):
         val_log_density: per candidate, its MAP starts' mean mixture log density on the validation
             rows (nats per row, standardised target units); empty when none was computed.
         reason: one line saying how the choice was made.
+        seconds: wall time of the choice (its MAP fits, which the chosen model's chains start from; the
+            timings' ``map_seconds`` are then only the chains' set-up).
     """
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds",)
 
     likelihood: str | None = None
     val_log_density: Mapping[str, float] = field(default_factory=dict)
     reason: str | None = None
+    seconds: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 

@@ -37,7 +37,7 @@ from sigmabnn.fitting.report import (
     Timings,
 )
 from sigmabnn.fitting.spec import FitSpec
-from sigmabnn.fitting.trainers import Trained, Trainer, trainer_for
+from sigmabnn.fitting.trainers import MCMCTrainer, Trained, Trainer, trainer_for
 from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.io.model_file import save_model, to_jsonable
 from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
@@ -205,8 +205,10 @@ def _noise_model(
     trainer = trainer_for(gauss, prepared.train.n, _num_params(gauss, prepared))
     key = jax.random.fold_in(jax.random.key(spec.seed), NOISE_CHOICE_STREAM)
     map_config = trainer.config.map if trainer.config.map is not None else trainer.default_map
+    t0 = time.perf_counter()
     choice = choose_noise_model(key, spec, prepared, map_config, int(trainer.config.num_chains))
-    summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason)
+    seconds = time.perf_counter() - t0
+    summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason, seconds)
     return summary, spec.with_likelihood(choice.likelihood), choice.starts
 
 
@@ -266,6 +268,8 @@ def run_fit(
     bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
                     spec.model.activation, spec.model.dtype)  # fmt: skip
     trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
+    if noise is not None and noise.val_log_density:  # the choice's MAP fits are the chains' starts
+        trainer = MCMCTrainer(trainer.config, trainer.default_map, starts_fitted=True)
     starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
     settings = _settings(spec, bnn)
     t_fit = time.perf_counter()

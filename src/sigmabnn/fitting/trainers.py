@@ -140,11 +140,15 @@ class MCMCTrainer:
         config: the run's :class:`~sigmabnn.train.MCMCConfig`.
         default_map: the MAP pretraining of the problem's default config; a ``hetero_student_t``
             fit without MAP (``config.map`` ``None``) still starts its scale head with it.
+        starts_fitted: the ``starts`` given to :meth:`train` are MAP fits already (of ``config.map``: the
+            noise-model choice's, :mod:`sigmabnn.fitting.noise_choice`): the chains start from them
+            as they are, and the report's settings still name that MAP pretraining.
     """
 
-    def __init__(self, config: MCMCConfig, default_map: MAPConfig | None) -> None:
+    def __init__(self, config: MCMCConfig, default_map: MAPConfig | None, starts_fitted: bool = False) -> None:
         self.config = config
         self.default_map = default_map
+        self.starts_fitted = starts_fitted
 
     def train(
         self, rng_key: jax.Array, bnn: BNN, data: PreparedData, *, progress: bool, checkpoint: Any,
@@ -168,16 +172,17 @@ class MCMCTrainer:
 
                     starts = scale_head_starts_on(tasks, rng_key, bnn, data.train_data, config, map_config,
                                                   data.val_data)  # fmt: skip
+            run = config._replace(map=None) if self.starts_fitted and starts is not None else config
             if tasks is None:
                 draws, info = fit_mcmc(
-                    rng_key, bnn, data.train_data, config, val_data=data.val_data, progress=progress,
+                    rng_key, bnn, data.train_data, run, val_data=data.val_data, progress=progress,
                     checkpoint=checkpoint, chunk_size=chunk_size(checkpoint), initial_positions=starts,
                 )  # fmt: skip
             else:
                 from sigmabnn.train.chain_tasks import fit_mcmc_tasks
 
                 draws, info = fit_mcmc_tasks(
-                    tasks, rng_key, bnn, data.train_data, config, val_data=data.val_data, progress=progress,
+                    tasks, rng_key, bnn, data.train_data, run, val_data=data.val_data, progress=progress,
                     chunk_size=chunk_size(None), initial_positions=starts,
                 )  # fmt: skip
         except ValueError as err:
