@@ -79,10 +79,8 @@ def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.A
 
 
 #: The heteroscedastic model must beat the Gaussian by more than this many paired standard errors. Set on
-#: the defaults battery's validation fits (``benchmarks/defaults.py --phase validate``, whose records carry
-#: each choice's gain and SE): 1 kept the Gaussian where the gain was noise (smooth6d-300: +0.007 nats,
-#: 0.3 SE; friedman10d: negative) and took the scale head where it won 0.17-0.33 nats of validation LL
-#: (steep6d-300 2.6 SE, student10d-2000 1.8 SE, hetero2d-1000 1.4 SE); 2 kept the Gaussian on the last two.
+#: the defaults battery's validation fits (``benchmarks/defaults.py --phase validate``; its records carry
+#: each choice's gain and SE, ``results/defaults_validation.md``).
 MARGIN_SE = 1.0
 
 
