@@ -49,6 +49,7 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -1176,10 +1177,24 @@ COLUMNS = [
     ("coverage_68", "cov 68", ".3f"),
     ("coverage_95", "cov 95", ".3f"),
     ("out_of_domain_fraction", "out of domain", ".3f"),
+    ("noise_model", "noise model", ""),
     ("peak_rss_mb", "peak RSS MB", ".0f"),
     ("load", "load start/end", ""),
     ("status_text", "status", ""),
 ]
+
+
+def noise_model_text(record: dict[str, Any]) -> str:
+    """The fitted likelihood (recorded since the noise-model candidates), with the gain and SE of an automatic
+    choice: ``"hetero_student_t (auto: +0.169, SE 0.064)"``; ``"-"`` for records without one."""
+    name = record.get("likelihood")
+    if name is None:
+        return "-"
+    reason = (record.get("noise_choice") or {}).get("reason", "")
+    found = re.search(r"gaussian ([+-][0-9.e+-]+) \(paired SE ([0-9.e+-]+)", reason)
+    if found:
+        return f"{name} (auto: {found.group(1)}, SE {found.group(2)})"
+    return f"{name} (auto: too few val rows)" if record.get("noise_choice") else name
 
 
 def _rows(recs: dict[str, dict[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
@@ -1189,6 +1204,7 @@ def _rows(recs: dict[str, dict[str, Any]], order: Sequence[str]) -> list[dict[st
         r = dict(recs[m])
         r["status_text"] = _status(r)
         r["load"] = f"{r.get('load_average_start', '-')}/{r.get('load_average_end', '-')}"
+        r["noise_model"] = noise_model_text(r)
         if r.get("status") != "ok":
             r["seconds"] = r.get("seconds") if r.get("status") == "timeout" else None
         out.append(r)
