@@ -255,6 +255,7 @@ class FitSpec(NamedTuple):
         """The spec of recorded fit arguments (:meth:`to_json`, also as written by earlier versions)."""
         args = dict(args)
         args.setdefault("recalibrate", False)  # records before the "auto" default: no key, no recalibration
+        args.setdefault("likelihood", "gaussian")  # no key: the Gaussian (an automatic choice records "auto")
         options = dict(args.pop("method_options", None) or {})
         target = args.pop("target")
         args["derive"] = [tuple(d) if isinstance(d, list) else d for d in args.get("derive", [])]
