@@ -12,7 +12,9 @@
 4. build the BNN: architecture ``"auto"`` is ``P-20-20-1`` for ``P`` inputs,
    ``tanh`` hidden units; Gaussian likelihood in the standardised target space
    (its noise precision learnt by Gibbs updates unless ``learn_noise=False``;
-   a per-row known noise std with ``noise_column``); Gaussian prior with
+   a per-row known noise std with ``noise_column``), or, for an MCMC fit with the
+   default ``likelihood="auto"``, a heteroscedastic Student-t one where its MAP
+   fits predict the validation rows better (:mod:`sigmabnn.fitting.noise_choice`); Gaussian prior with
    precision 1.0 on every kernel and bias entry, a unit-scale prior that
    matches standardised inputs and targets (an MCMC classifier instead
    Gibbs-samples its per-layer precisions unless ``learn_prior=False``:
@@ -100,7 +102,7 @@ def fit(
     learn_noise: bool = True,
     noise_precision: float | None = None,
     noise_column: str | None = None,
-    likelihood: str = "gaussian",
+    likelihood: str = "auto",
     noise_df: float | None = None,
     dtype: str | None = None,
     progress: bool = True,
@@ -144,7 +146,7 @@ def fit(
         noise_column: column with a known per-row noise std of the target
             (original units; for a log target converted to log10 units as
             ``std / (y ln 10)``); uses the known-noise likelihood.
-        likelihood: noise model of the standardised target, ``"gaussian"``,
+        likelihood: noise model of the standardised target, ``"auto"`` (the default), ``"gaussian"``,
             ``"student_t"`` (heavy tails; :class:`~sigmabnn.model.likelihoods.StudentT`,
             its precision learnt by Gibbs updates with latent per-point weights) or
             ``"hetero_student_t"`` (heavy tails with a per-point scale output by the network,

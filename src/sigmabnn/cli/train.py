@@ -126,7 +126,8 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     net.add_argument(
         "--dtype",
         choices=("float32", "float64"),
-        help="arithmetic of the fit (default float32 for the default ChEES with a Gaussian likelihood, else float64)",
+        help="arithmetic of the fit (default float32 for the default ChEES with the automatic or Gaussian likelihood, "
+        "else float64)",
     )
 
 
@@ -168,9 +169,10 @@ def _add_sampler_arguments(p: argparse.ArgumentParser) -> None:
         "--likelihood",
         choices=LIKELIHOOD_NAMES,
         default=None,
-        help="noise model: gaussian (default), student_t (heavy tails, latent per-point precisions Gibbs-sampled), "
-        "hetero_student_t (heavy tails, a per-point scale output by the network; MCMC only) or auto (MCMC: "
-        "gaussian or hetero_student_t, whichever MAP fits predict the validation rows better); categorical: "
+        help="noise model: auto (default; MCMC: gaussian, or hetero_student_t when its MAP fits predict the "
+        "validation rows better by more than one standard error; else gaussian), gaussian, student_t (heavy tails, "
+        "latent per-point precisions Gibbs-sampled), hetero_student_t (heavy tails, a per-point scale output by the "
+        "network; MCMC only); categorical: "
         "a classifier of the target's integer or string labels (every method)",
     )
     sampler.add_argument(
