@@ -149,20 +149,16 @@ def fit(
         likelihood: noise model of the standardised target, ``"auto"`` (the default), ``"gaussian"``,
             ``"student_t"`` (heavy tails; :class:`~sigmabnn.model.likelihoods.StudentT`,
             its precision learnt by Gibbs updates with latent per-point weights) or
-            ``"hetero_student_t"`` (heavy tails with a per-point scale output by the network,
-            :class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT`; MCMC methods only,
-            ``learn_noise`` does not apply; ``architecture`` is that of the mean network, ending
-            in one output, to which the scale output is added, as for the ensemble; MAP first
-            fits the mean network alone and starts the scale at the residuals' Student-t scale,
-            :mod:`sigmabnn.scale_head`). ``"auto"``: an MCMC regression with a learnt noise chooses
-            ``"gaussian"`` or ``"hetero_student_t"`` by its MAP starts' log density on the validation
-            rows (:mod:`sigmabnn.fitting.noise_choice`; the report's ``noise_choice`` says which and
-            why); other fits take ``"gaussian"``. ``"categorical"``: a classifier of the target's integer
-            or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the sorted
-            label set stored in the model; one logit per class; the logits' temperature fitted
-            on the validation rows when it lowers their NLL; no noise, log-target, baseline or
-            recalibration options; ``predict`` then returns a
-            :class:`~sigmabnn.predict.classes.ClassPrediction`).
+            ``"hetero_student_t"`` (heavy tails, a per-point scale output by the network,
+            :class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT`; MCMC only; ``architecture``
+            is the mean network's, the scale output is added; its MAP starts: :mod:`sigmabnn.scale_head`).
+            ``"auto"``: an MCMC regression with a learnt noise takes ``"hetero_student_t"`` where its MAP
+            starts predict the validation rows better, else ``"gaussian"`` (:mod:`sigmabnn.fitting.noise_choice`;
+            the report's ``noise_choice``); other fits take ``"gaussian"``. ``"categorical"``: a classifier of
+            the target's integer or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the
+            sorted label set stored in the model; one logit per class; the logits' temperature fitted on the
+            validation rows when it lowers their NLL; no noise, log-target, baseline or recalibration
+            options; ``predict`` then returns a :class:`~sigmabnn.predict.classes.ClassPrediction`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"``, ``"float32"`` or ``None`` (:func:`~sigmabnn.fitting.spec.auto_dtype`).
         progress: progress bars on stderr.
