@@ -2,8 +2,8 @@
 
 An MCMC regression given ``likelihood="auto"`` (:func:`sigmabnn.fitting.spec.auto_noise_choice`) fits
 the MAP starts of each noise model of :data:`sigmabnn.names.AUTO_NOISE_MODELS` and keeps the one whose
-starts predict the validation rows best; the sampler then runs with that likelihood only, from those
-starts. The candidates:
+starts predict the validation rows better (the Gaussian unless the other wins by a margin, below); the
+sampler then runs with that likelihood only, from those starts. The candidates:
 
 - ``"gaussian"``: homoscedastic Gaussian noise. Its MAP starts are :func:`sigmabnn.map.pretrain_map`
   fits of the mean network; the noise precision is the one its chains would start from

@@ -182,6 +182,10 @@ def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, 
     return fitted, summary
 
 
+#: The stream of the seed's key the noise-model choice draws from (the run itself uses the key unfolded).
+NOISE_CHOICE_STREAM = 7
+
+
 def _noise_model(
     spec: FitSpec, prepared: PreparedData, checkpoint: Any, resume: bool, initial_positions: Any
 ) -> tuple[NoiseChoiceSummary, FitSpec, Any]:  # fmt: skip
@@ -210,10 +214,6 @@ def _noise_model(
     seconds = time.perf_counter() - t0
     summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason, seconds)
     return summary, spec.with_likelihood(choice.likelihood), choice.starts
-
-
-#: The stream of the seed's key the noise-model choice draws from (the run itself uses the key unfolded).
-NOISE_CHOICE_STREAM = 7
 
 
 def _given_width(checkpoint: Any, resume: bool, initial_positions: Any) -> int | None:
