@@ -200,6 +200,28 @@ def test_recalibration_fixes_a_student_t_predictive_of_laplace_noise():
         assert abs(np.mean((u >= lo) & (u <= hi)) - level) < 4 * mc
 
 
+def test_evaluate_counts_a_recalibrated_t_models_coverage_exactly_as_its_sampled_intervals_do():
+    """evaluate's coverage comes from the PIT at the mapped levels; predict's intervals (from samples) hold
+    the same rows but where a target lies within the intervals' Monte-Carlo error of an end."""
+    from sigmabnn.evaluate.metrics import evaluate
+
+    rng = np.random.default_rng(5)
+    model = linear_model(1.0, StudentT(df=4.0))
+    x_cal, x_new = rng.normal(size=(500, 1)), rng.normal(size=(3000, 1))
+    y_cal = x_cal[:, 0] + 1.5 * rng.normal(size=500)  # the model is too narrow: the map widens it
+    y_new = x_new[:, 0] + 1.5 * rng.normal(size=3000)
+    fixed = recalibrate(model, pd.DataFrame({"x": x_cal[:, 0], "y": y_cal}), split_column=None)
+    got = evaluate(fixed, x_new, y_new, levels=LEVELS)["original"]["coverage_interval"]
+    u = predictive_cdf(fixed, x_new, y_new)[:, 0]
+    pred = predict(fixed, x_new, levels=LEVELS)
+    for level in LEVELS:
+        lo, hi = fixed.calibration.model_levels([(1 - level) / 2, (1 + level) / 2])[:, 0]
+        assert got[f"{level:g}"] == np.mean((u >= lo) & (u <= hi))
+        sampled = coverage(y_new, pred, level)
+        assert abs(got[f"{level:g}"] - sampled) < 0.01, (level, got, sampled)
+        assert abs(got[f"{level:g}"] - level) < 4 * math.sqrt(level * (1 - level) * (1 / 3000 + 1 / 500))
+
+
 def test_recalibrated_tail_levels_below_one_in_2000_get_enough_samples():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3000, 1))

@@ -131,6 +131,9 @@ def test_evaluate_on_a_known_lognormal_model():
         p = float(level)
         se = math.sqrt(p * (1 - p) / n)
         assert abs(log["coverage_interval"][level] - p) < 4 * se + 0.01
+        # exact: the rows whose PIT lies in the central interval's levels, not a count against sampled intervals
+        pit = stats.norm.cdf(u, mu, sigma)
+        assert log["coverage_interval"][level] == pytest.approx(np.mean(np.abs(pit - 0.5) <= p / 2), abs=1e-12)
         assert orig["coverage_interval"][level] == log["coverage_interval"][level]  # same quantiles, monotone map
     assert abs(log["residual_mean"]) < 4 / math.sqrt(n)
     assert log["residual_std"] == pytest.approx(1.0, abs=0.05)

@@ -17,7 +17,11 @@ Definitions:
 - coverage at ``k`` sigma: the fraction with ``|z| <= k``, compared with the
   Gaussian expectation ``erf(k / sqrt 2)`` (0.683, 0.954, 0.997, ...).
 - interval coverage: the fraction of ``y`` inside each central predictive
-  interval, to compare with its level.
+  interval, to compare with its level. :func:`evaluate` counts it exactly, from each
+  target's probability integral transform ``u = F(y)`` under the predictive mixture
+  (:func:`sigmabnn.predict.score`): ``y`` lies in the central interval at level ``c``
+  iff ``u`` lies between the interval's quantile levels, ``(1 -+ c) / 2`` or, for a
+  recalibrated model, their mapped levels (:func:`pit_coverage`); no predictive samples.
 - relative-error quantiles of ``|mean - y| / |y|``.
 - for a model with a stored training domain (:mod:`sigmabnn.data.domain`), the same metrics
   for the rows inside the domain and for those outside it (``"domain"``), since error bars
@@ -35,6 +39,8 @@ import numpy as np
 from sigmabnn.evaluate.classification import evaluate_classifier
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict import score
+from sigmabnn.predict.inputs import check_levels
+from sigmabnn.predict.sampling import quantile_levels
 
 __all__ = [
     "SIGMA_LEVELS",
@@ -42,6 +48,7 @@ __all__ = [
     "evaluate",
     "interval_coverage",
     "nll",
+    "pit_coverage",
     "r2",
     "r2_concentration",
     "relative_error_quantiles",
@@ -137,6 +144,20 @@ def interval_coverage(y: Any, lower: dict[float, Any], upper: dict[float, Any]) 
     return {f"{lv:g}": float(np.mean((y >= _flat(lower[lv])) & (y <= _flat(upper[lv])))) for lv in lower}
 
 
+def pit_coverage(pit: Any, bounds: Any, levels: Sequence[float]) -> dict[str, float]:
+    """Fraction of targets inside each central interval from their exact PIT, keyed ``"0.95"`` etc.
+
+    ``pit`` ``[n, t]``: ``F(y)`` of each target; ``bounds`` ``[2 len(levels), t]``: the model quantile
+    levels of each interval (lower, upper per level; :func:`sigmabnn.predict.sampling.quantile_levels`).
+    A target is inside the interval ``[Q(lo), Q(hi)]`` iff ``lo <= F(y) <= hi`` (``F`` continuous and
+    increasing), so the count is that of the intervals themselves, without their sampling error.
+    """
+    u = np.asarray(pit, np.float64)
+    u = u[:, None] if u.ndim == 1 else u
+    b = np.asarray(bounds, np.float64)
+    return {f"{lv:g}": float(np.mean((u >= b[2 * i]) & (u <= b[2 * i + 1]))) for i, lv in enumerate(levels)}
+
+
 def relative_error_quantiles(y: Any, mean: Any, qs: Sequence[float] = RELATIVE_ERROR_QUANTILES) -> dict[str, float]:
     """Quantiles of ``|mean - y| / |y|`` (rows with ``y = 0`` are skipped), plus ``"max"``."""
     y, m = _flat(y), _flat(mean)
@@ -154,14 +175,17 @@ def summary(
     *,
     lower: dict[float, Any] | None = None,
     upper: dict[float, Any] | None = None,
+    coverage: dict[str, float] | None = None,
     log_density: Any = None,
     relative: bool = True,
 ) -> dict[str, Any]:
     """All metrics of one space as a JSON-able dict.
 
     ``log_density`` is the per-point log predictive density ``[n]``; ``nll`` is
-    its negative mean (omitted when not given). ``relative=False`` leaves out
-    the relative errors (meaningless for ``log10 y``, which crosses zero).
+    its negative mean (omitted when not given). ``coverage``: the interval coverage
+    already counted (:func:`pit_coverage`); else it is counted from ``lower`` and
+    ``upper`` when given. ``relative=False`` leaves out the relative errors
+    (meaningless for ``log10 y``, which crosses zero).
     """
     z = standardized_residuals(y, mean, std)
     out: dict[str, Any] = {"r2": r2(y, mean), "rmse": rmse(y, mean)}
@@ -170,7 +194,9 @@ def summary(
     out["residual_mean"] = float(np.mean(z))
     out["residual_std"] = float(np.std(z))
     out["coverage_sigma"] = coverage_sigma(z)
-    if lower is not None and upper is not None:
+    if coverage is not None:
+        out["coverage_interval"] = coverage
+    elif lower is not None and upper is not None:
         out["coverage_interval"] = interval_coverage(y, lower, upper)
     if relative:
         out["relative_error"] = relative_error_quantiles(y, mean)
@@ -183,7 +209,6 @@ def evaluate(
     y_raw: Any,
     *,
     levels: Sequence[float] = (0.68, 0.95),
-    rng_key: Any = None,
     chunk_size: int = 65536,
 ) -> dict[str, Any]:
     """Score ``fitted`` on labelled data; returns a JSON-able dict.
@@ -193,8 +218,8 @@ def evaluate(
         x_raw: raw features ``[n, p]`` or a DataFrame with the raw columns.
         y_raw: targets ``[n]`` / ``[n, t]`` in original units, or a DataFrame
             holding the target column (e.g. the same table as ``x_raw``).
-        levels: central interval levels whose coverage is reported.
-        rng_key: key for the predictive samples behind the intervals.
+        levels: central interval levels whose coverage is reported (exact, from the PIT:
+            :func:`pit_coverage`; a recalibrated model's intervals are its recalibrated ones).
 
     Returns:
         ``{"n": n, "target": name, "space": ..., "original": {...}}`` and, for
@@ -210,10 +235,12 @@ def evaluate(
     """
     if fitted.is_classifier:
         return evaluate_classifier(fitted, x_raw, y_raw)
-    scored = score(fitted, x_raw, y_raw, levels=levels, rng_key=rng_key, chunk_size=chunk_size)
+    levels = check_levels(levels)
+    scored = score(fitted, x_raw, y_raw, levels=(), chunk_size=chunk_size)  # moments and PIT: no noise samples
+    bounds = quantile_levels(fitted, levels, calibrated=True)[0]
     y = scored.targets
     out: dict[str, Any] = {"n": int(y.shape[0]), "target": fitted.target_name}
-    out |= _sections(fitted, scored, slice(None))
+    out |= _sections(fitted, scored, slice(None), bounds, levels)
     inside = scored.prediction.in_domain
     if inside is not None:
         parts = {"in": inside, "out": ~inside}
@@ -221,7 +248,7 @@ def evaluate(
             "threshold": float(fitted.domain.threshold),
             "n_in": int(inside.sum()),
             "n_out": int((~inside).sum()),
-            **{part: _sections(fitted, scored, rows) for part, rows in parts.items() if rows.any()},
+            **{part: _sections(fitted, scored, rows, bounds, levels) for part, rows in parts.items() if rows.any()},
         }
     return out
 
@@ -230,18 +257,20 @@ def _rows(a: Any, rows: Any) -> Any:
     return None if a is None else {k: v[rows] for k, v in a.items()} if isinstance(a, dict) else np.asarray(a)[rows]
 
 
-def _sections(fitted: FittedModel, scored: Any, rows: Any) -> dict[str, Any]:
-    """The metrics of each space (``log10`` for a log target, ``original``) on the ``rows`` of ``scored``."""
+def _sections(fitted: FittedModel, scored: Any, rows: Any, bounds: np.ndarray, levels: Sequence[float]) -> dict:
+    """The metrics of each space (``log10`` for a log target, ``original``) on the ``rows`` of ``scored``;
+    the interval coverage from their PIT and the intervals' quantile levels ``bounds`` (the same in both
+    spaces: ``log10`` is increasing)."""
     pred, y = scored.prediction, scored.targets[rows]
+    coverage = pit_coverage(scored.pit[rows], bounds, levels)
     out: dict[str, Any] = {}
     if fitted.log_target:
         lp = pred.log_space
         out["log10"] = summary(
-            np.log10(y), _rows(lp.mean, rows), _rows(lp.std, rows), lower=_rows(lp.lower, rows),
-            upper=_rows(lp.upper, rows), log_density=_rows(scored.log_space_log_density, rows), relative=False,
+            np.log10(y), _rows(lp.mean, rows), _rows(lp.std, rows), coverage=coverage,
+            log_density=_rows(scored.log_space_log_density, rows), relative=False,
         )  # fmt: skip
     out["original"] = summary(
-        y, _rows(pred.mean, rows), _rows(pred.std, rows), lower=_rows(pred.lower, rows),
-        upper=_rows(pred.upper, rows), log_density=_rows(scored.log_density, rows),
-    )  # fmt: skip
+        y, _rows(pred.mean, rows), _rows(pred.std, rows), coverage=coverage, log_density=_rows(scored.log_density, rows)
+    )
     return out

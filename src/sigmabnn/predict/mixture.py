@@ -45,6 +45,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from sigmabnn.predict.t_cdf import student_t_cdf
+
 Array = jax.Array
 
 __all__ = [
@@ -143,19 +145,16 @@ def component_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) ->
     """``G((y - mu_t) / scale_t)`` ``[T, ...]``: each component's CDF at ``y`` (see :func:`mixture_cdf`), float64."""
     mu, scale, y = (jnp.asarray(a, jnp.float64) for a in (mu, scale, y))
     z = (y - mu) / jnp.maximum(scale, jnp.finfo(jnp.float64).tiny)
-    if df is None:
-        return jax.scipy.special.ndtr(z)
-    tail = 0.5 * jax.scipy.special.betainc(0.5 * df, 0.5, df / (df + jnp.square(z)))
-    return jnp.where(z < 0, tail, 1.0 - tail)
+    return jax.scipy.special.ndtr(z) if df is None else student_t_cdf(z, df)
 
 
 def mixture_cdf(mu: Array, scale: Array, y: Array, df: float | None = None) -> Array:
     """``F(y) = (1/T) sum_t G((y - mu_t) / scale_t)``: ``mu``, ``scale`` ``[T, ...]``, ``y`` ``[...]`` -> ``[...]``.
 
     ``G`` is the standard-normal CDF, or with ``df`` the Student-t CDF with ``df`` degrees of freedom
-    (``scale`` is then the t scale, not the std), computed from the regularised incomplete beta
-    function, ``G(z) = I_x(df / 2, 1 / 2) / 2`` for ``z < 0`` with ``x = df / (df + z^2)`` (and
-    ``1 - G(-z)`` above), so small tail probabilities keep their relative precision. The result is
+    (``scale`` is then the t scale, not the std), from the series of :mod:`sigmabnn.predict.t_cdf`
+    (``G(z) = I_x(df / 2, 1 / 2) / 2`` for ``z < 0`` with ``x = df / (df + z^2)``, and ``1 - G(-z)``
+    above), so small tail probabilities keep their relative precision. The result is
     the probability integral transform (PIT) of ``y`` under the equally weighted mixture, float64.
     """
     return component_cdf(mu, scale, y, df).mean(0)
