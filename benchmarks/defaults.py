@@ -1241,10 +1241,13 @@ def validation_summary(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]
     mean LL gap to the best candidate of each table, LL wins against ``previous-default`` (ties count as wins:
     no worse), and whether :func:`choose` picks it."""
     tables = _by_table(records, "validate")
-    best_ll = {t: max((r["test_ll"] for r in recs.values() if _ok(r)), default=None) for t, recs in tables.items()}
+    best_ll = {
+        t: max((r["test_ll"] for m, r in recs.items() if _ok(r) and m != NUMPYRO), default=None)
+        for t, recs in tables.items()
+    }
     names: list[str] = []
     for recs in tables.values():
-        names += [m for m in recs if m not in names]
+        names += [m for m in recs if m not in names and m != NUMPYRO]  # NumPyro is a reference, not a candidate
     out = []
     for name in names:
         secs, ratios, devs, gaps, wins, compared, bad = [], [], [], [], 0, 0, 0
@@ -1415,6 +1418,65 @@ SUMMARY_COLUMNS = [
 ]
 
 
+NUMPYRO_VALIDATION_COLUMNS = [
+    ("table", "table", ""),
+    ("rows", "val rows", "d"),
+    ("rmse", "RMSE default", ".4g"),
+    ("numpyro_rmse", "RMSE NumPyro", ".4g"),
+    ("ll", "LL default", ".3f"),
+    ("numpyro_ll", "LL NumPyro", ".3f"),
+    ("ll_difference", "LL difference (paired SE)", ""),
+    ("as_accurate", "RMSE and LL at least NumPyro's", ""),
+    ("speedup", "NumPyro s / default s", ".1f"),
+]
+
+
+def numpyro_validation(records: Sequence[dict[str, Any]], chosen: str) -> list[dict[str, Any]]:
+    """Per table where NumPyro ran on the validation rows: the chosen candidate against it, as goal (d) compares
+    them on the test rows (RMSE and LL at least NumPyro's; the paired per-row LL difference and its SE)."""
+    out = []
+    for table, recs in _by_table(records, "validate").items():
+        npy, d = recs.get(NUMPYRO), recs.get(chosen)
+        if npy is None or not _ok(d):
+            continue
+        if not _ok(npy):
+            out.append({"table": table, "as_accurate": f"NumPyro {_status(npy)}"})
+            continue
+        diff = paired_ll_difference(d, npy)
+        out.append(
+            {
+                "table": table,
+                "rows": diff[2] if diff else None,
+                "rmse": d["rmse"],
+                "numpyro_rmse": npy["rmse"],
+                "ll": d["test_ll"],
+                "numpyro_ll": npy["test_ll"],
+                "ll_difference": f"{diff[0]:+.3f} ({diff[1]:.3f})" if diff else "-",
+                "as_accurate": "yes" if d["rmse"] <= npy["rmse"] and d["test_ll"] >= npy["test_ll"] else "no",
+                "speedup": npy["seconds"] / d["seconds"],
+            }
+        )
+    return out
+
+
+def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:
+    chosen = next((r["sampler"] for r in summary if r["chosen"]), None)
+    rows = numpyro_validation(records, chosen) if chosen else []
+    if not rows:
+        return ""
+    met = sum(r["as_accurate"] == "yes" for r in rows)
+    return (
+        f"## NumPyro on the validation rows\n\nGoal (d)'s comparison on the validation rows, for the chosen "
+        f"candidate (`{chosen}`, the default) and NumPyro's BNN (`numpyro`, as in the test phase, trained on the "
+        "same fit rows), where NumPyro was run (`--candidates numpyro --tables ...`: the tables it finishes "
+        "within the cell's time cap). A reference, not a candidate: no choice reads it. LL difference: default "
+        "minus NumPyro, the mean of the per-row differences and its standard error. Seconds include "
+        "compilation; NumPyro's cells ran beside other work (their load is in the JSON).\n\n"
+        + markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS)
+        + f"\nAt least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.\n\n"
+    )
+
+
 def render_validation(data: dict[str, Any]) -> str:
     records = data.get("records", [])
     parts = [
@@ -1428,7 +1490,8 @@ def render_validation(data: dict[str, Any]) -> str:
     if data.get("smoke"):
         parts.append("**Smoke run: tiny budgets, the numbers mean nothing.**\n\n")
     parts.append("## Candidates over the battery\n\n")
-    parts.append(markdown_table(validation_summary(records), SUMMARY_COLUMNS))
+    summary = validation_summary(records)
+    parts.append(markdown_table(summary, SUMMARY_COLUMNS))
     parts.append(
         "\nWorst time / goal: the largest ratio of a candidate's seconds to the issue's time goal for the "
         "table's size (60 s up to 2,000 rows, 180 s up to 10^4, linear beyond). Mean abs(cov - nominal): "
@@ -1452,6 +1515,7 @@ def render_validation(data: dict[str, Any]) -> str:
         "to the chosen candidate's options; the test phase "
         "(`defaults.md`) then scores it once.\n\n"
     )
+    parts.append(_numpyro_section(records, summary))
     parts.append(
         "## Candidates' options\n\nA candidate that names no `dtype` runs in float64; one that names no "
         "`split`, with fit's split of the time it was measured (80/10/10); `\"split\": null` is fit's automatic "
@@ -1462,6 +1526,8 @@ def render_validation(data: dict[str, Any]) -> str:
         desc = (
             "the library's default (no options)"
             if entry == {}
+            else "NumPyro's NUTS on the BNN of its BNN example (a reference, not a candidate)"
+            if entry == NUMPYRO
             else (
                 "today's default made explicit (warm-up by parameter count)" if callable(entry) else json.dumps(entry)
             )

@@ -316,6 +316,29 @@ def test_validation_summary(bench):
     assert "failed: too few rows" in md and "chees-map" in md
 
 
+def test_numpyro_on_the_validation_rows_is_a_reference_beside_the_chosen_candidate(bench):
+    """NumPyro's validation records are compared with the chosen candidate, but are not a candidate: they move
+    neither the summary's best LL nor the choice."""
+    rows = [0.5, 0.7, 0.9]
+    records = [
+        rec("a", "chees-map", phase="validate", test_ll=1.2, row_ll=rows),
+        rec("a", "numpyro", phase="validate", test_ll=5.0, rmse=0.2, seconds=60.0, row_ll=[0.4, 0.5, 0.6]),
+        rec("b", "chees-map", phase="validate", test_ll=0.8),
+        rec("b", "numpyro", phase="validate", status="timeout", seconds=900.0),
+    ]
+    summary = bench.validation_summary(records)
+    assert [r["sampler"] for r in summary] == ["chees-map"] and summary[0]["mean_ll_gap"] == 0.0
+    got = bench.numpyro_validation(records, "chees-map")
+    assert got[0]["table"] == "a" and got[0]["as_accurate"] == "no"  # lower LL, though a smaller RMSE
+    assert got[0]["ll_difference"] == "+0.200 (0.058)" and got[0]["speedup"] == 6.0 and got[0]["rows"] == 3
+    assert got[1] == {"table": "b", "as_accurate": "NumPyro timed out after 900 s"}
+    md = bench.render_validation({"records": records, "runs": []})
+    assert (
+        "## NumPyro on the validation rows" in md
+        and "At least as accurate on 0 of the 1 tables where NumPyro finished" in md
+    )
+
+
 def test_the_rule_picks_the_best_ll_among_candidates_that_meet_the_time_goal_everywhere(bench):
     records = [
         rec("a", "chees-map", phase="validate", test_ll=1.0, seconds=30.0),
