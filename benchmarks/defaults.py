@@ -1470,8 +1470,9 @@ def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[s
         f"candidate (`{chosen}`, the default) and NumPyro's BNN (`numpyro`, as in the test phase, trained on the "
         "same fit rows), where NumPyro was run (`--candidates numpyro --tables ...`: the tables it finishes "
         "within the cell's time cap). A reference, not a candidate: no choice reads it. LL difference: default "
-        "minus NumPyro, the mean of the per-row differences and its standard error. Seconds include "
-        "compilation; NumPyro's cells ran beside other work (their load is in the JSON).\n\n"
+        "minus NumPyro, the mean of the per-row differences and its standard error. The seconds' ratio is not "
+        "goal (d)'s speed measurement: each cell's seconds (compilation included) are from its own run, at its "
+        "own time and load (in the JSON), not interleaved.\n\n"
         + markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS)
         + f"\nAt least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.\n\n"
     )
