@@ -121,6 +121,24 @@ def test_report_files_and_numbers(calibrated, tmp_path):
     assert list(whole.metrics) == ["all"] and whole.metrics["all"]["n"] == 1200 - 4
 
 
+def test_report_counts_interval_coverage_exactly_as_evaluate_does(calibrated, tmp_path):
+    """The report's interval coverage is the fraction of rows whose exact PIT lies in each central interval's
+    levels: the same number evaluate gives for those rows (no sampling error between the two)."""
+    from scipy import stats
+
+    from sigmabnn.evaluate.metrics import evaluate
+
+    fitted, table, mu, sd = calibrated
+    result = calibration_report(fitted, table, tmp_path / "rep", rng_key=jax.random.key(1))
+    test = table[(table["split"] == "test") & (table["y"] > 0)]
+    pit = stats.norm.cdf(np.log10(test["y"].to_numpy()), mu, sd)  # the constant model's predictive
+    ev = evaluate(fitted, test, test, levels=INTERVAL_LEVELS)["log10"]["coverage_interval"]
+    for level in INTERVAL_LEVELS:
+        got = result.metrics["test"]["coverage_interval"][f"{level:.4f}"]
+        assert got == pytest.approx(np.mean(np.abs(pit - 0.5) <= level / 2), abs=1e-12)
+        assert got == ev[f"{level:g}"]
+
+
 def test_report_replaces_directory_atomically_and_rejects_bad_input(calibrated, tmp_path):
     from sigmabnn.errors import DataError, InputError
 

@@ -27,8 +27,11 @@ Definitions (log target; for a plain target "log" reads "original" throughout):
 - ``coverage_sigma[k]``: fraction with ``|z| <= k`` (k = 1..5), expected
   ``erf(k / sqrt 2)`` for a Gaussian predictive.
 - ``coverage_interval[level]``: fraction of ``u`` inside the central predictive
-  interval at that level (from predictive quantiles, so not assuming a Gaussian
-  shape), for the 1, 2 and 3 sigma probabilities.
+  interval at that level (not assuming a Gaussian shape), for the 1, 2 and 3 sigma
+  probabilities; counted exactly from each row's PIT ``F(y)`` at the interval's quantile
+  levels (the recalibrated levels for a recalibrated model), as
+  :func:`sigmabnn.evaluate.metrics.evaluate` counts it. The figures' bands are the
+  sampled intervals of :func:`sigmabnn.predict.predict`.
 - ``rel_err``: quantiles 50 / 90 / 99 % of ``|10**mu / y - 1|``.
 - ``r2_log_concentration``, ``r2_xsec_concentration`` (``r2_concentration`` for a plain
   target): the share of the residual sum of squares in the 1 and 10 largest squared
@@ -55,8 +58,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from sigmabnn.evaluate.metrics import SIGMA_LEVELS, coverage_sigma, interval_coverage, r2, r2_concentration, rmse
+from sigmabnn.evaluate.metrics import (
+    SIGMA_LEVELS,
+    coverage_sigma,
+    interval_coverage,
+    pit_coverage,
+    r2,
+    r2_concentration,
+    rmse,
+)
 from sigmabnn.predict import predict, score
+from sigmabnn.predict.sampling import quantile_levels
 
 __all__ = [
     "INTERVAL_LEVELS",
@@ -101,7 +113,7 @@ class _Scored(NamedTuple):
     lower: dict[float, np.ndarray]
     upper: dict[float, np.ndarray]
     rows: pd.DataFrame  # the scored rows (raw columns)
-    pit: np.ndarray | None = None  # [n] exact PIT F(y) (models with a calibration only)
+    pit: np.ndarray  # [n] exact PIT F(y)
 
 
 def split_metrics(
@@ -112,6 +124,7 @@ def split_metrics(
     upper: dict[float, np.ndarray],
     *,
     log_target: bool,
+    coverage: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The report's numbers for one split (see the module docstring).
 
@@ -121,6 +134,8 @@ def split_metrics(
         lower, upper: level -> ``[n]`` central predictive interval bounds of ``u``.
         log_target: whether ``u`` is ``log10`` of the target (adds ``r2_xsec`` and
             makes the relative error that of ``10**mu``).
+        coverage: the interval coverage already counted (``{"0.6827": observed, ...}``, e.g.
+            :func:`exact_coverage`); else it is counted from ``lower`` and ``upper``.
 
     Returns:
         ``n``, ``r2_log`` (or ``r2``), ``rmse_log`` (or ``rmse``), ``r2_xsec``,
@@ -148,8 +163,10 @@ def split_metrics(
     out["z_mean"] = float(np.mean(z))
     out["z_std"] = float(np.std(z))
     out["coverage_sigma"] = coverage_sigma(z, SIGMA_LEVELS)
-    cov = interval_coverage(u, lower, upper)
-    out["coverage_interval"] = {f"{lv:.4f}": cov[f"{lv:g}"] for lv in lower}
+    if coverage is None:
+        cov = interval_coverage(u, lower, upper)
+        coverage = {f"{lv:.4f}": cov[f"{lv:g}"] for lv in lower}
+    out["coverage_interval"] = coverage
     keep = y != 0
     rel = np.abs(pred[keep] / y[keep] - 1.0)
     out["rel_err"] = {f"q{q:g}": float(np.quantile(rel, q)) if rel.size else float("nan") for q in REL_ERR_QUANTILES}
@@ -172,19 +189,11 @@ def _usable(fitted: Any, rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return rows.loc[ok], int((~ok).sum())
 
 
-def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any, with_pit: bool = False) -> dict[str, _Scored]:
-    """Predict all splits in one pass (one compilation), then slice per split.
-
-    ``with_pit``: also each row's exact PIT (kept for models with a calibration only), from the
-    same network pass.
-    """
+def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any) -> dict[str, _Scored]:
+    """Predict all splits in one pass (one compilation), with each row's exact PIT, then slice per split."""
     rows = pd.concat(list(parts.values()))
-    pit = None
-    if with_pit and fitted.calibration is not None:
-        scored = score(fitted, rows, rows[[fitted.target_name]], levels=INTERVAL_LEVELS, rng_key=rng_key)
-        pred, pit = scored.prediction, scored.pit[:, 0]
-    else:
-        pred = predict(fitted, rows, levels=INTERVAL_LEVELS, rng_key=rng_key)
+    scored = score(fitted, rows, rows[[fitted.target_name]], levels=INTERVAL_LEVELS, rng_key=rng_key)
+    pred, pit = scored.prediction, scored.pit[:, 0]
     space = pred.log_space if fitted.log_target else pred
     out: dict[str, _Scored] = {}
     start = 0
@@ -195,9 +204,7 @@ def _score(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any, with_pit: 
         u = np.log10(y) if fitted.log_target else y
         lower = {lv: space.lower[lv][sl, 0] for lv in INTERVAL_LEVELS}
         upper = {lv: space.upper[lv][sl, 0] for lv in INTERVAL_LEVELS}
-        out[name] = _Scored(
-            u, y, space.mean[sl, 0], space.std[sl, 0], lower, upper, part, None if pit is None else pit[sl]
-        )
+        out[name] = _Scored(u, y, space.mean[sl, 0], space.std[sl, 0], lower, upper, part, pit[sl])
     return out
 
 
@@ -221,12 +228,23 @@ def recalibration_metrics(pit: np.ndarray, calibration: Any) -> dict[str, Any]:
     return {"raw": raw, "recalibrated": cal, "pit_histogram": hist.tolist()}
 
 
+def exact_coverage(fitted: Any, pit: np.ndarray) -> dict[str, float]:
+    """``{"0.6827": observed, ...}``: the coverage of the central intervals at :data:`INTERVAL_LEVELS` (recalibrated
+    for a recalibrated model) from the rows' exact PIT ``[n]`` (:func:`sigmabnn.evaluate.metrics.pit_coverage`)."""
+    bounds = quantile_levels(fitted, INTERVAL_LEVELS, calibrated=True)[0]
+    cov = pit_coverage(np.asarray(pit, np.float64).reshape(-1, 1), bounds[:, :1], INTERVAL_LEVELS)
+    return {f"{lv:.4f}": cov[f"{lv:g}"] for lv in INTERVAL_LEVELS}
+
+
+def _metrics(fitted: Any, s: _Scored) -> dict[str, Any]:
+    return split_metrics(
+        s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target, coverage=exact_coverage(fitted, s.pit)
+    )
+
+
 def score_splits(fitted: Any, parts: dict[str, pd.DataFrame], rng_key: Any = None) -> dict[str, dict[str, Any]]:
     """:func:`split_metrics` of each named table of rows (raw columns and a valid target), predicted in one pass."""
-    return {
-        name: split_metrics(s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target)
-        for name, s in _score(fitted, parts, rng_key).items()
-    }
+    return {name: _metrics(fitted, s) for name, s in _score(fitted, parts, rng_key).items()}
 
 
 def choose_points(u: np.ndarray, mu: np.ndarray, sd: np.ndarray, num: int = NUM_CHOSEN_POINTS) -> list[int]:
@@ -567,14 +585,11 @@ def calibration_report(
             dropped[name] = n_bad
     if not parts:
         raise DataError("no rows with a valid target to score")
-    scored = _score(fitted, parts, rng_key, with_pit=True)
-    metrics = {
-        name: split_metrics(s.u, s.mu, s.sd, s.lower, s.upper, log_target=fitted.log_target)
-        for name, s in scored.items()
-    }
+    scored = _score(fitted, parts, rng_key)
+    metrics = {name: _metrics(fitted, s) for name, s in scored.items()}
     for name in metrics:
         metrics[name]["dropped"] = dropped[name]
-        if scored[name].pit is not None:
+        if fitted.calibration is not None:
             metrics[name]["recalibration"] = recalibration_metrics(scored[name].pit, fitted.calibration)
     last = list(scored)[-1]
     label = f"log10 {fitted.target_name}" if fitted.log_target else fitted.target_name
