@@ -61,8 +61,11 @@ def test_bad_hetero_student_t_options_are_one_line_errors(workdir: Path, capsys,
 def test_train_with_the_automatic_noise_model_says_which_it_chose(workdir: Path, capsys) -> None:
     out = workdir / "auto.model"
     argv = ["train", str(workdir / "train.csv"), *TRAIN, "--log-target", *TINY, "--split", "0.7,0.3,0"]
-    assert main([*argv, "--likelihood", "auto", "-q", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--likelihood", "auto", "--out", str(out)]) == 0
     fitted = load_model(out)
+    err = capsys.readouterr().err  # not a terminal: one line per phase, the noise model's choice included
+    assert f"noise model chosen: {fitted.bnn.likelihood.name} (MAP starts of both fitted" in err
     choice = fitted.report.noise_choice
     assert choice.likelihood == fitted.bnn.likelihood.name and set(choice.val_log_density) == {
         "gaussian",

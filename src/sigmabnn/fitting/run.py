@@ -40,6 +40,7 @@ from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.fitting.trainers import MCMCTrainer, Trained, Trainer, trainer_for
 from sigmabnn.io.checkpoint import Checkpoint
 from sigmabnn.io.model_file import save_model, to_jsonable
+from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
 from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN
@@ -187,13 +188,14 @@ NOISE_CHOICE_STREAM = 7
 
 
 def _noise_model(
-    spec: FitSpec, prepared: PreparedData, checkpoint: Any, resume: bool, initial_positions: Any
+    spec: FitSpec, prepared: PreparedData, checkpoint: Any, resume: bool, initial_positions: Any, progress: bool
 ) -> tuple[NoiseChoiceSummary, FitSpec, Any]:  # fmt: skip
     """``likelihood="auto"``: ``(summary, spec with the chosen likelihood, the sampler's starts)``.
 
     Chosen on the validation rows (:mod:`sigmabnn.fitting.noise_choice`), except where the starts
     are given: a resumed run keeps the likelihood whose width its checkpoint's MAP positions have,
-    and ``initial_positions`` (an earlier fit's networks) the one whose width they have.
+    and ``initial_positions`` (an earlier fit's networks) the one whose width they have. A log (not a
+    terminal) gets one line when the choice is made, as the sampler's phases do.
     """
     given = _given_width(checkpoint, resume, initial_positions)
     if given is not None:
@@ -212,6 +214,8 @@ def _noise_model(
     t0 = time.perf_counter()
     choice = choose_noise_model(key, spec, prepared, map_config, int(trainer.config.num_chains))
     seconds = time.perf_counter() - t0
+    how = "MAP starts of both fitted and scored on the validation rows" if choice.val_log_density else "no choice"
+    log_phase(f"noise model chosen: {choice.likelihood} ({how})", seconds, progress)
     summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason, seconds)
     return summary, spec.with_likelihood(choice.likelihood), choice.starts
 
@@ -263,7 +267,7 @@ def run_fit(
     prepared = prepare_data(data, spec)
     noise = None
     if spec.model.noise_choice:
-        noise, spec, initial_positions = _noise_model(spec, prepared, checkpoint, resume, initial_positions)
+        noise, spec, initial_positions = _noise_model(spec, prepared, checkpoint, resume, initial_positions, progress)
     num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
     bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
                     spec.model.activation, spec.model.dtype)  # fmt: skip
