@@ -112,7 +112,7 @@ def run_toy_case(function, index: int, method: str, seed: int) -> dict[str, Any]
     x, y = make_toy_data(key_data, function, settings)
     fitted, report = fit_toy_data(x, y, settings, seed)
     x_test, y_test = toy_test_data(key_test, function, settings)
-    ev = evaluate(fitted, x_test[:, None], y_test, rng_key=key_eval)["original"]
+    ev = evaluate(fitted, x_test[:, None], y_test)["original"]
     grid = np.linspace(*settings.grid)
     pred = predict(fitted, grid[:, None], levels=(settings.level,), rng_key=key_eval)
     truth = function.fn(grid)
@@ -171,7 +171,7 @@ def run_nlo_case(tables, method: str, seed: int) -> dict[str, Any]:
         derive=config.derive,
         **options,
     )
-    ev = evaluate(fitted, test, test, rng_key=jax.random.key(seed))["log10"]
+    ev = evaluate(fitted, test, test)["log10"]
     return _scores(ev) | {
         "noise_std": report.noise_std,
         "train_seconds": report.timings.fit_seconds,
