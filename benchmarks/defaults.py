@@ -37,6 +37,8 @@ Usage (from the repository root)::
 
     python benchmarks/defaults.py --phase validate                # candidates on validation rows
     python benchmarks/defaults.py --phase validate --candidates chees-map,nuts-d6-short --tables lin2d-120
+    python benchmarks/defaults.py --phase validate --candidates numpyro --tables sin1d-100,lin2d-120 \
+        --timeout 900                                             # NumPyro on validation rows: a reference
     python benchmarks/defaults.py --phase test                    # sigmabnn, previous-default, ensemble, numpyro
     python benchmarks/defaults.py --phase scaling
     python benchmarks/defaults.py --phase test --smoke --tables sin1d-100,lin2d-120   # pipeline check, in /tmp
