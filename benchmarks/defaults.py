@@ -922,11 +922,12 @@ def _last_line(path: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run_subprocess(spec: dict[str, Any], timeout: float, log: Path) -> dict[str, Any]:
-    """Run one cell in a fresh process; returns its record (status ok / failed / timeout)."""
+def run_subprocess(spec: dict[str, Any], timeout: float, log: Path, script: Path = SCRIPT) -> dict[str, Any]:
+    """Run one cell in a fresh process (``script --cell JSON``, this script's by default); returns its record
+    (status ok / failed / timeout)."""
     load_start = os.getloadavg()[0]
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(SCRIPT), "--cell", json.dumps(spec)]
+    cmd = [sys.executable, str(script), "--cell", json.dumps(spec)]
     t0 = time.perf_counter()
     with open(log, "w") as err, tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True)
@@ -945,7 +946,7 @@ def run_subprocess(spec: dict[str, Any], timeout: float, log: Path) -> dict[str,
         elapsed = time.perf_counter() - t0
         out.seek(0)
         child = _last_json_line(out.read())
-    rec: dict[str, Any] = {k: spec[k] for k in ("table", "phase", "sampler")}
+    rec: dict[str, Any] = {k: spec[k] for k in ("table", "phase", "sampler", "seed") if k in spec}
     if timed_out:
         rec |= {"status": "timeout", "seconds": elapsed, "error": f"killed after {elapsed:.0f} s (cap {timeout:.0f} s)"}
     elif child is None:
