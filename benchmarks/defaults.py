@@ -899,8 +899,12 @@ def merge_results(data: dict[str, Any], others: Sequence[dict[str, Any]]) -> dic
 
 
 def merge_record(records: list[dict[str, Any]], rec: dict[str, Any]) -> list[dict[str, Any]]:
-    """``records`` with ``rec`` added, replacing a record of the same cell."""
-    return [r for r in records if cell_key(r) != cell_key(rec)] + [rec]
+    """``records`` with ``rec`` added: in the place of a record of the same cell (the pages keep their
+    order), else at the end."""
+    key = cell_key(rec)
+    if any(cell_key(r) == key for r in records):
+        return [rec if cell_key(r) == key else r for r in records]
+    return [*records, rec]
 
 
 def _last_json_line(text: str) -> dict[str, Any] | None:

@@ -430,9 +430,10 @@ def test_resume_skips_recorded_cells(bench):
     assert bench.pending_cells(cells, records) == [("test", "b", "sigmabnn")]
     assert bench.pending_cells(cells, records, force=True) == cells
     merged = bench.merge_record(records, rec("a", "sigmabnn", seconds=1.0))
-    assert len(merged) == 3 and [r["seconds"] for r in merged if r["sampler"] == "sigmabnn" and r["table"] == "a"] == [
-        1.0
-    ]
+    assert len(merged) == 3 and merged[0]["seconds"] == 1.0  # replaced in its place: the pages keep their order
+    assert merged[1:] == records[1:]
+    added = bench.merge_record(records, rec("c", "sigmabnn"))
+    assert added[:3] == records and added[3]["table"] == "c"
 
 
 def test_main_skips_recorded_cells(bench, tmp_path, monkeypatch):
