@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defaults  # noqa: E402
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
 
 OUT = RESULTS_DIR / "chain_stacking.json"
 #: The validation phase's tables (``defaults_validation.md``).
@@ -190,25 +190,17 @@ def markdown(data: dict[str, Any]) -> str:
     ]) + "\n"  # fmt: skip
 
 
-def save(path: Path, data: dict[str, Any]) -> None:
-    write_json(path, data)
-    write_text_atomic(path.with_suffix(".md"), markdown(data))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", default=",".join(TABLES))
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args(argv)
-    data = json.loads(args.out.read_text()) if args.out.exists() else {"records": [], "runs": []}
+    data = defaults.load_results(args.out)
     if args.table_only:
-        save(args.out, data)
+        write(args.out, data, markdown(data))
         return 0
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
-    unknown = [t for t in tables if t not in TABLES]
-    if unknown:
-        raise SystemExit(f"error: unknown table(s) {', '.join(unknown)}; choose from {', '.join(TABLES)}")
+    tables = defaults.parse_names(args.tables, TABLES, TABLES, "table")
     meta = run_metadata("chain_stacking.py")
     data["runs"].append(meta)
     done = {r["table"] for r in data["records"]}
@@ -217,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{table}: {json.dumps(rec['val_ll'])}", flush=True)
         data["records"].append(rec)
         data["runs"][-1] = finish_metadata(meta)
-        save(args.out, data)
+        write(args.out, data, markdown(data))
     return 0
 
 

@@ -1743,7 +1743,8 @@ def numpyro_available() -> bool:
     return importlib.util.find_spec("numpyro") is not None
 
 
-def _names(arg: str | None, default: Sequence[str], known: Sequence[str], what: str) -> list[str]:
+def parse_names(arg: str | None, default: Sequence[str], known: Sequence[str], what: str) -> list[str]:
+    """The comma-separated names of ``arg`` (``default`` when empty); an unknown one exits with a one-line error."""
     names = list(default) if not arg else [s.strip() for s in arg.split(",") if s.strip()]
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -1784,8 +1785,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if data.get("records") and bool(data.get("smoke")) != args.smoke:
         raise SystemExit(f"{out} holds {'smoke' if data.get('smoke') else 'real'} results; use another --out")
     data["smoke"] = args.smoke
-    tables = _names(args.tables, DEFAULT_TABLES[args.phase], (*BATTERY, *SCALING), "table")
-    methods = _names(args.methods, DEFAULT_METHODS[args.phase], tuple(ENTRIES), "method")
+    tables = parse_names(args.tables, DEFAULT_TABLES[args.phase], (*BATTERY, *SCALING), "table")
+    methods = parse_names(args.methods, DEFAULT_METHODS[args.phase], tuple(ENTRIES), "method")
     if NUMPYRO in methods and not numpyro_available():
         print("numpyro is not importable (pip install numpyro): skipping the numpyro method")
         methods.remove(NUMPYRO)

@@ -50,7 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defaults  # noqa: E402
 import recalibration_seeds  # noqa: E402
-from _results import RESULTS_DIR, markdown_table, write_json, write_text_atomic  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 OUT = RESULTS_DIR / "numpyro_seeds.json"
@@ -197,11 +197,6 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save(path: Path, data: dict[str, Any]) -> None:
-    write_json(path, data)
-    write_text_atomic(path.with_suffix(".md"), markdown(data))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", default=",".join(TABLES))
@@ -214,16 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell:
         print("\n" + json.dumps(run_cell(json.loads(args.cell)), default=defaults._jsonable), flush=True)
         return 0
-    data = json.loads(args.out.read_text()) if args.out.exists() else {"records": [], "runs": []}
+    data = defaults.load_results(args.out)
     if args.table_only:
-        save(args.out, data)
+        write(args.out, data, markdown(data))
         return 0
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()]
-    unknown = [t for t in tables if t not in TABLES]
-    if unknown:
-        raise SystemExit(f"error: unknown table(s) {', '.join(unknown)}; choose from {', '.join(TABLES)}")
-    from _results import finish_metadata, run_metadata
-
+    tables = defaults.parse_names(args.tables, TABLES, TABLES, "table")
     meta = run_metadata("numpyro_seeds.py")
     data["runs"].append(meta)
     done = {cell_key(r) for r in data["records"] if r.get("status") == "ok"}
@@ -239,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{table} seed {seed} {method}: {rec['status']} in {time.perf_counter() - t0:.0f} s", flush=True)
                 data["records"] = [r for r in data["records"] if cell_key(r) != cell_key(rec)] + [rec]
                 data["runs"][-1] = finish_metadata(meta)
-                save(args.out, data)
+                write(args.out, data, markdown(data))
     return 0
 
 
