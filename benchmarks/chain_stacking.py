@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import defaults  # noqa: E402
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_lines, run_metadata, write  # noqa: E402
 
 OUT = RESULTS_DIR / "chain_stacking.json"
 #: The validation phase's tables (``defaults_validation.md``).
@@ -163,10 +163,7 @@ def markdown(data: dict[str, Any]) -> str:
     cols = [("table", "table", ""), ("chains", "chains", ""), ("n_val", "val rows", "")]
     cols += [(k, f"LL {k}", ".3f") for k in RULES] + [("best_chain", "LL best chain alone", ".3f")]
     cols += [("worst_chain", "LL worst chain alone", ".3f")]
-    runs = "\n".join(
-        f"- {m['date']} to {m.get('date_end', '?')}: load average {m['load_average_1_5_15_at_start']} at the start"
-        for m in data.get("runs", [])
-    )
+    runs = run_lines(data.get("runs", []), "chain_stacking.py").rstrip("\n")
     return "\n".join([
         "# Chain weights of the default fit: equal against stacking (validation rows)",
         "",
@@ -201,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         write(args.out, data, markdown(data))
         return 0
     tables = defaults.parse_names(args.tables, TABLES, TABLES, "table")
-    meta = run_metadata("chain_stacking.py")
+    meta = run_metadata("chain_stacking.py") | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
     data["runs"].append(meta)
     done = {r["table"] for r in data["records"]}
     for table in (t for t in tables if t not in done):
