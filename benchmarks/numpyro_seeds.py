@@ -41,7 +41,7 @@ import math
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,22 +80,25 @@ def cell_key(rec: dict[str, Any]) -> tuple[str, int, str]:
     return rec["table"], int(rec["seed"]), rec["sampler"]
 
 
-def seed_differences(recs: dict[tuple[str, int, str], dict[str, Any]], table: str) -> list[dict[str, Any]]:
-    """Per seed with both methods scored: their RMSE, LL and the differences (default - NumPyro)."""
+def seed_differences(
+    recs: dict[tuple[str, int, str], dict[str, Any]], table: str, base: str = "sigmabnn", other: str = defaults.NUMPYRO
+) -> list[dict[str, Any]]:
+    """Per seed with both methods scored: their RMSE, LL and the differences (``base`` - ``other``)."""
     rows = []
     for seed in sorted({k[1] for k in recs if k[0] == table}):
-        d, n = recs.get((table, seed, "sigmabnn")), recs.get((table, seed, defaults.NUMPYRO))
+        d, n = recs.get((table, seed, base)), recs.get((table, seed, other))
         if not (defaults._ok(d) and defaults._ok(n)):
             continue
         diff = defaults.paired_ll_difference(d, n)
         rows.append({
             "table": table, "seed": seed, "n_train": d["n_train"], "n_score": d["n_score"],
-            "rmse_default": d["rmse"], "rmse_numpyro": n["rmse"], "rmse_difference": d["rmse"] - n["rmse"],
-            "ll_default": d["test_ll"], "ll_numpyro": n["test_ll"],
+            "rmse_base": d["rmse"], "rmse_other": n["rmse"], "rmse_difference": d["rmse"] - n["rmse"],
+            "ll_base": d["test_ll"], "ll_other": n["test_ll"],
             "ll_difference": diff[0] if diff else d["test_ll"] - n["test_ll"],
             "ll_difference_se": diff[1] if diff else None,
-            "cov68_default": d.get("coverage_68"), "cov95_default": d.get("coverage_95"),
-            "cov68_numpyro": n.get("coverage_68"), "cov95_numpyro": n.get("coverage_95"),
+            "cov68_base": d.get("coverage_68"), "cov95_base": d.get("coverage_95"),
+            "cov68_other": n.get("coverage_68"), "cov95_other": n.get("coverage_95"),
+            "seconds_base": d.get("seconds"), "seconds_other": n.get("seconds"),
             "at_least_as_accurate": d["rmse"] <= n["rmse"] and d["test_ll"] >= n["test_ll"],
         })  # fmt: skip
     return rows
@@ -150,16 +153,16 @@ SEED_COLUMNS = (
     ("seed", "seed", ""),
     ("n_train", "training rows", ""),
     ("n_score", "scoring rows", ""),
-    ("rmse_default", "RMSE default", ".4g"),
-    ("rmse_numpyro", "RMSE NumPyro", ".4g"),
-    ("ll_default", "LL default", ".3f"),
-    ("ll_numpyro", "LL NumPyro", ".3f"),
+    ("rmse_base", "RMSE default", ".4g"),
+    ("rmse_other", "RMSE NumPyro", ".4g"),
+    ("ll_base", "LL default", ".3f"),
+    ("ll_other", "LL NumPyro", ".3f"),
     ("ll_difference", "LL difference", "+.4f"),
     ("ll_difference_se", "paired SE (rows)", ".4f"),
-    ("cov68_default", "cov 68 default", ".3f"),
-    ("cov95_default", "cov 95 default", ".3f"),
-    ("cov68_numpyro", "cov 68 NumPyro", ".3f"),
-    ("cov95_numpyro", "cov 95 NumPyro", ".3f"),
+    ("cov68_base", "cov 68 default", ".3f"),
+    ("cov95_base", "cov 95 default", ".3f"),
+    ("cov68_other", "cov 68 NumPyro", ".3f"),
+    ("cov95_other", "cov 95 NumPyro", ".3f"),
 )
 
 
@@ -194,6 +197,37 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_seed_cells(
+    out: Path,
+    data: dict[str, Any],
+    tables: Sequence[str],
+    seeds: Sequence[int],
+    methods: Sequence[str],
+    timeout: float,
+    script: Path,
+    render: Callable[[dict[str, Any]], str],
+    argv: list[str] | None,
+) -> None:
+    """Run every (seed, table, method) cell not yet recorded in ``data``, each in a fresh process of
+    ``script`` (``--cell``), seed by seed; after each cell, write ``out`` (JSON) and its Markdown page."""
+    meta = run_metadata(script.name) | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
+    data["runs"].append(meta)
+    done = {cell_key(r) for r in data["records"] if r.get("status") == "ok"}
+    for seed in seeds:
+        for table in tables:
+            for method in methods:
+                if (table, seed, method) in done:
+                    continue
+                spec = {"table": table, "phase": PHASE, "sampler": method, "seed": seed}
+                log = Path(tempfile.gettempdir()) / f"sigmabnn_{script.stem}" / f"{table}_{seed}_{method}.log"
+                t0 = time.perf_counter()
+                rec = defaults.run_subprocess(spec, timeout, log, script=script)
+                print(f"{table} seed {seed} {method}: {rec['status']} in {time.perf_counter() - t0:.0f} s", flush=True)
+                data["records"] = [r for r in data["records"] if cell_key(r) != cell_key(rec)] + [rec]
+                data["runs"][-1] = finish_metadata(meta)
+                write(out, data, render(data))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tables", default=",".join(TABLES))
@@ -211,22 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         write(args.out, data, markdown(data))
         return 0
     tables = defaults.parse_names(args.tables, TABLES, TABLES, "table")
-    meta = run_metadata("numpyro_seeds.py") | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
-    data["runs"].append(meta)
-    done = {cell_key(r) for r in data["records"] if r.get("status") == "ok"}
-    for seed in (int(s) for s in args.seeds.split(",")):
-        for table in tables:
-            for method in METHODS:
-                if (table, seed, method) in done:
-                    continue
-                spec = {"table": table, "phase": PHASE, "sampler": method, "seed": seed}
-                log = Path(tempfile.gettempdir()) / "sigmabnn_numpyro_seeds" / f"{table}_{seed}_{method}.log"
-                t0 = time.perf_counter()
-                rec = defaults.run_subprocess(spec, args.timeout, log, script=SCRIPT)
-                print(f"{table} seed {seed} {method}: {rec['status']} in {time.perf_counter() - t0:.0f} s", flush=True)
-                data["records"] = [r for r in data["records"] if cell_key(r) != cell_key(rec)] + [rec]
-                data["runs"][-1] = finish_metadata(meta)
-                write(args.out, data, markdown(data))
+    seeds = [int(s) for s in args.seeds.split(",")]
+    run_seed_cells(args.out, data, tables, seeds, METHODS, args.timeout, SCRIPT, markdown, argv)
     return 0
 
 
