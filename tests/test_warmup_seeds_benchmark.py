@@ -1,0 +1,73 @@
+"""The warm-up-over-seeds benchmark's own code (benchmarks/warmup_seeds.py): the candidate's options, the
+per-table summary (candidate minus default, paired by seed), the pooled difference and the decision rule,
+and a resumable run (cells faked: no fit)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from tests.conftest import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("warmup_seeds")
+
+
+def _rec(table, seed, sampler, rmse, ll, seconds=20.0):
+    return {
+        "table": table, "seed": seed, "sampler": sampler, "status": "ok", "rmse": rmse, "test_ll": ll,
+        "row_ll": [ll - 0.1, ll + 0.1], "n_train": 300, "n_score": 2, "coverage_68": 0.7, "coverage_95": 0.95,
+        "seconds": seconds,
+    }  # fmt: skip
+
+
+def test_the_candidate_is_the_default_with_a_longer_warmup_only(bench):
+    kwargs = bench.defaults.fit_kwargs(bench.CANDIDATE, 6, 300, log_target=False)
+    assert kwargs == {"num_warmup": 1000}  # no dtype or split forced: the library's default otherwise
+    assert bench.defaults.fit_kwargs("sigmabnn", 6, 300, log_target=False) == {}
+
+
+def test_differences_are_candidate_minus_default_paired_by_seed(bench):
+    recs = []
+    for seed, ll_c in enumerate([0.50, 0.52, 0.54]):
+        recs += [
+            _rec("smooth6d-300", seed, "sigmabnn", 0.15, 0.45, seconds=20.0),
+            _rec("smooth6d-300", seed, bench.CANDIDATE, 0.14, ll_c, seconds=40.0 + seed),
+        ]
+    seeds, (row,) = bench.summarise(recs)
+    assert len(seeds) == 3 and row["ll_difference"] == pytest.approx(0.07) and row["ll_verdict"] == "ahead"
+    assert row["rmse_difference"] == pytest.approx(-0.01) and row["rmse_verdict"] == "ahead"
+    assert row["time_ratio"] == pytest.approx(41.0 / 20.0) and row["max_seconds_candidate"] == 42.0
+
+
+def test_pooled_difference_and_decision(bench):
+    def table(ll, se, ll_v="ahead", rmse_v="within noise"):
+        return {"ll_difference": ll, "ll_se": se, "ll_verdict": ll_v, "rmse_verdict": rmse_v}
+
+    ahead = [table(0.10, 0.03), table(0.02, 0.04)]
+    mean, se = bench.pooled(ahead)
+    assert mean == pytest.approx(0.06) and se == pytest.approx(math.sqrt(0.03**2 + 0.04**2) / 2)
+    assert bench.decide(ahead, expected=2) == "worth a cost-fitted default"
+    assert bench.decide(ahead, expected=3) == "incomplete"  # a table not yet run
+    assert bench.decide([table(0.10, 0.03), table(0.02, 0.04, rmse_v="behind")], expected=2) == "no"
+    assert bench.decide([table(0.01, 0.03), table(0.0, 0.04)], expected=2) == "no"  # within 2 SE pooled
+    assert bench.decide([table(0.1, None)], expected=1) == "incomplete"  # one seed: no SE
+
+
+def test_a_run_resumes_cell_by_cell(bench, tmp_path, monkeypatch):
+    calls = []
+
+    def fake(spec, timeout, log, script):
+        calls.append((spec["table"], spec["seed"], spec["sampler"]))
+        assert script == bench.SCRIPT
+        return _rec(spec["table"], spec["seed"], spec["sampler"], 0.1, 0.5)
+
+    monkeypatch.setattr(bench.defaults, "run_subprocess", fake)
+    out = tmp_path / "w.json"
+    args = ["--tables", "lin2d-120", "--seeds", "0,1", "--out", str(out)]
+    assert bench.main(args) == 0
+    assert calls == [("lin2d-120", s, m) for s in (0, 1) for m in ("sigmabnn", bench.CANDIDATE)]
+    assert bench.main(args) == 0 and len(calls) == 4  # everything recorded: nothing rerun
+    assert "| lin2d-120 | 2 |" in out.with_suffix(".md").read_text()
