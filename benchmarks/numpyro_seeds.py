@@ -115,6 +115,17 @@ def verdict(values: Sequence[float], higher_is_better: bool) -> tuple[float, flo
     return mean, se, "ahead" if better > Z * se else "behind" if better < -Z * se else "within noise"
 
 
+def table_differences(table: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A table's mean LL and RMSE differences over its paired seeds (``rows`` of :func:`seed_differences`),
+    their standard errors and verdicts."""
+    ll, ll_se, ll_v = verdict([r["ll_difference"] for r in rows], higher_is_better=True)
+    rm, rm_se, rm_v = verdict([r["rmse_difference"] for r in rows], higher_is_better=False)
+    return {
+        "table": table, "seeds": len(rows), "ll_difference": ll, "ll_se": ll_se, "ll_verdict": ll_v,
+        "rmse_difference": rm, "rmse_se": rm_se, "rmse_verdict": rm_v,
+    }  # fmt: skip
+
+
 def summarise(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(per-seed rows, per-table rows)`` of the records."""
     recs = {cell_key(r): r for r in records}
@@ -124,19 +135,17 @@ def summarise(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
         seeds += rows
         if not rows:
             continue
-        ll, ll_se, ll_v = verdict([r["ll_difference"] for r in rows], higher_is_better=True)
-        rm, rm_se, rm_v = verdict([r["rmse_difference"] for r in rows], higher_is_better=False)
-        verdicts = (ll_v, rm_v)
-        tables.append({
-            "table": table, "seeds": len(rows), "ll_difference": ll, "ll_se": ll_se, "ll_verdict": ll_v,
-            "rmse_difference": rm, "rmse_se": rm_se, "rmse_verdict": rm_v,
+        row = table_differences(table, rows)
+        verdicts = (row["ll_verdict"], row["rmse_verdict"])
+        tables.append(row | {
             "seeds_at_least_as_accurate": f"{sum(r['at_least_as_accurate'] for r in rows)}/{len(rows)}",
             "at_least_as_accurate": None if "one seed" in verdicts else "behind" not in verdicts,
         })  # fmt: skip
     return seeds, tables
 
 
-TABLE_COLUMNS = (
+#: The columns of :func:`table_differences`' rows.
+DIFFERENCE_COLUMNS = (
     ("table", "table", ""),
     ("seeds", "seeds", ""),
     ("ll_difference", "LL difference", "+.4f"),
@@ -145,56 +154,71 @@ TABLE_COLUMNS = (
     ("rmse_difference", "RMSE difference", "+.4g"),
     ("rmse_se", "its SE", ".3g"),
     ("rmse_verdict", "RMSE", ""),
+)
+TABLE_COLUMNS = (
+    *DIFFERENCE_COLUMNS,
     ("seeds_at_least_as_accurate", "seeds with both at least NumPyro's", ""),
     ("at_least_as_accurate", "at least as accurate over the seeds", ""),
 )
-SEED_COLUMNS = (
-    ("table", "table", ""),
-    ("seed", "seed", ""),
-    ("n_train", "training rows", ""),
-    ("n_score", "scoring rows", ""),
-    ("rmse_base", "RMSE default", ".4g"),
-    ("rmse_other", "RMSE NumPyro", ".4g"),
-    ("ll_base", "LL default", ".3f"),
-    ("ll_other", "LL NumPyro", ".3f"),
-    ("ll_difference", "LL difference", "+.4f"),
-    ("ll_difference_se", "paired SE (rows)", ".4f"),
-    ("cov68_base", "cov 68 default", ".3f"),
-    ("cov95_base", "cov 95 default", ".3f"),
-    ("cov68_other", "cov 68 NumPyro", ".3f"),
-    ("cov95_other", "cov 95 NumPyro", ".3f"),
-)
+
+
+def seed_columns(first: tuple[str, str], second: tuple[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """The per-seed table's columns, each method's as ``(key suffix, label)``: ``("base", "default")``."""
+    (a, la), (b, lb) = first, second
+    return (
+        ("table", "table", ""),
+        ("seed", "seed", ""),
+        ("n_train", "training rows", ""),
+        ("n_score", "scoring rows", ""),
+        (f"rmse_{a}", f"RMSE {la}", ".4g"),
+        (f"rmse_{b}", f"RMSE {lb}", ".4g"),
+        (f"ll_{a}", f"LL {la}", ".3f"),
+        (f"ll_{b}", f"LL {lb}", ".3f"),
+        ("ll_difference", "LL difference", "+.4f"),
+        ("ll_difference_se", "paired SE (rows)", ".4f"),
+        (f"cov68_{a}", f"cov 68 {la}", ".3f"),
+        (f"cov95_{a}", f"cov 95 {la}", ".3f"),
+        (f"cov68_{b}", f"cov 68 {lb}", ".3f"),
+        (f"cov95_{b}", f"cov 95 {lb}", ".3f"),
+    )
+
+
+SEED_COLUMNS = seed_columns(("base", "default"), ("other", "NumPyro"))
+
+
+def seed_page(
+    title: str,
+    intro: str,
+    data: dict[str, Any],
+    tables: Sequence[dict[str, Any]],
+    seeds: Sequence[dict[str, Any]],
+    columns: tuple[Sequence[tuple[str, str, str]], Sequence[tuple[str, str, str]]],
+    script: str,
+    summary: Sequence[str] = (),
+) -> str:
+    """A seeds benchmark's Markdown page: title, intro, invocations, ``summary`` lines, the per-table and
+    per-seed tables (``columns``: theirs), and the cells not scored."""
+    failed = [r for r in data["records"] if r.get("status") != "ok"]
+    runs = run_lines(data.get("runs", []), script).rstrip("\n")
+    lines = [f"# {title}", "", intro, "", "Invocations:", runs, ""]
+    lines += [*(line for s in summary for line in (s, "")), "## Per table", "", markdown_table(tables, columns[0])]
+    lines += ["", "## Per seed", "", markdown_table(seeds, columns[1])]
+    if failed:
+        cells = "; ".join(f"{'/'.join(map(str, cell_key(r)))}: {r.get('error')}" for r in failed)
+        lines += ["", "Cells not scored: " + cells]
+    return "\n".join(lines) + "\n"
 
 
 def markdown(data: dict[str, Any]) -> str:
     seeds, tables = summarise(data["records"])
-    failed = [r for r in data["records"] if r.get("status") != "ok"]
-    runs = run_lines(data.get("runs", []), "numpyro_seeds.py").rstrip("\n")
-    lines = [
-        "# The default against NumPyro's BNN over several training sets",
-        "",
+    intro = (
         "Generated by `benchmarks/numpyro_seeds.py` from `numpyro_seeds.json`; do not edit. The script's docstring "
         "has the protocol and the verdict rule, fixed before the runs; no battery test row is read. Differences: "
         "the default minus NumPyro (LL: mean per-row log predictive density, nats; RMSE: target units); their SE "
-        "over the seeds. A table's seeds may be fewer than the script's where a run was not finished.",
-        "",
-        "Invocations:",
-        runs,
-        "",
-        "## Per table",
-        "",
-        markdown_table(tables, TABLE_COLUMNS),
-        "",
-        "## Per seed",
-        "",
-        markdown_table(seeds, SEED_COLUMNS),
-    ]
-    if failed:
-        lines += [
-            "",
-            "Cells not scored: " + "; ".join(f"{'/'.join(map(str, cell_key(r)))}: {r.get('error')}" for r in failed),
-        ]
-    return "\n".join(lines) + "\n"
+        "over the seeds. A table's seeds may be fewer than the script's where a run was not finished."
+    )
+    title = "The default against NumPyro's BNN over several training sets"
+    return seed_page(title, intro, data, tables, seeds, (TABLE_COLUMNS, SEED_COLUMNS), "numpyro_seeds.py")
 
 
 def run_seed_cells(
@@ -228,12 +252,24 @@ def run_seed_cells(
                 write(out, data, render(data))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tables", default=",".join(TABLES))
-    ap.add_argument("--seeds", default=",".join(map(str, SEEDS)))
-    ap.add_argument("--timeout", type=float, default=TIMEOUT)
-    ap.add_argument("--out", type=Path, default=OUT)
+def seeds_cli(
+    argv: list[str] | None,
+    description: str,
+    tables: Sequence[str],
+    methods: Sequence[str],
+    out: Path,
+    script: Path,
+    render: Callable[[dict[str, Any]], str],
+    seeds: Sequence[int] = SEEDS,
+    timeout: float = TIMEOUT,
+) -> int:
+    """The command line of a seeds benchmark: ``--tables``, ``--seeds``, ``--timeout``, ``--out``,
+    ``--table-only`` (rewrite the Markdown from the JSON) and the child's hidden ``--cell``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--tables", default=",".join(tables))
+    ap.add_argument("--seeds", default=",".join(map(str, seeds)))
+    ap.add_argument("--timeout", type=float, default=timeout)
+    ap.add_argument("--out", type=Path, default=out)
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -242,12 +278,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     data = defaults.load_results(args.out)
     if args.table_only:
-        write(args.out, data, markdown(data))
+        write(args.out, data, render(data))
         return 0
-    tables = defaults.parse_names(args.tables, TABLES, TABLES, "table")
-    seeds = [int(s) for s in args.seeds.split(",")]
-    run_seed_cells(args.out, data, tables, seeds, METHODS, args.timeout, SCRIPT, markdown, argv)
+    chosen = defaults.parse_names(args.tables, tables, tables, "table")
+    seed_list = [int(s) for s in args.seeds.split(",")]
+    run_seed_cells(args.out, data, chosen, seed_list, methods, args.timeout, script, render, argv)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return seeds_cli(argv, __doc__.split("\n")[0], TABLES, METHODS, OUT, SCRIPT, markdown)
 
 
 if __name__ == "__main__":
