@@ -88,11 +88,18 @@ _mixture_log_densities = compiler.jit(mixture_log_densities, static_argnums=(0,)
 
 
 def choose_noise_model(
-    rng_key: jax.Array, spec: FitSpec, data: PreparedData, map_config: MAPConfig, num_starts: int
+    rng_key: jax.Array,
+    spec: FitSpec,
+    data: PreparedData,
+    map_config: MAPConfig,
+    num_starts: int,
+    hyperprior: HyperPrior | None = None,
 ) -> NoiseChoice:
     """The noise model of ``spec`` (``noise_choice`` set) for ``data`` (the module docstring).
 
-    ``map_config``: the MAP pretraining of the sampler's starts; ``num_starts``: its chains.
+    ``map_config``: the MAP pretraining of the sampler's starts; ``num_starts``: its chains;
+    ``hyperprior``: the sampler's (``None``: :class:`HyperPrior`'s defaults), whose noise prior gives the
+    Gaussian starts' noise precision.
     """
     val = data.val_data
     n_val = 0 if val is None else int(val.y.shape[0])
@@ -112,7 +119,7 @@ def choose_noise_model(
         jax.random.fold_in(rng_key, 1), hetero, train, hetero.default_hyperparameters(), map_config, val,
         num_starts=num_starts, initial_positions=widened,
     )  # fmt: skip
-    tau = initial_noise_precision(gauss, train, HyperPrior(), positions["gaussian"])
+    tau = initial_noise_precision(gauss, train, hyperprior or HyperPrior(), positions["gaussian"])
     rows = {
         name: np.asarray(_mixture_log_densities(models[name], positions[name], tau.astype(models[name].jdtype), val),
                          np.float64)

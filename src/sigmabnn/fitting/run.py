@@ -212,7 +212,9 @@ def _noise_model(
     key = jax.random.fold_in(jax.random.key(spec.seed), NOISE_CHOICE_STREAM)
     map_config = trainer.config.map if trainer.config.map is not None else trainer.default_map
     t0 = time.perf_counter()
-    choice = choose_noise_model(key, spec, prepared, map_config, int(trainer.config.num_chains))
+    choice = choose_noise_model(
+        key, spec, prepared, map_config, int(trainer.config.num_chains), trainer.config.hyperprior
+    )
     seconds = time.perf_counter() - t0
     how = "MAP starts of both fitted and scored on the validation rows" if choice.val_log_density else "no choice"
     log_phase(f"noise model chosen: {choice.likelihood} ({how})", seconds, progress)

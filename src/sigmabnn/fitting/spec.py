@@ -38,6 +38,7 @@ from sigmabnn.names import (
     STUDENT_T_LIKELIHOODS,
 )
 from sigmabnn.train import MCMCConfig, default_config
+from sigmabnn.train.gibbs import HyperPrior
 from sigmabnn.vi import VIConfig
 
 __all__ = [
@@ -283,11 +284,17 @@ def _with_options(config: Any, options: Mapping[str, Any], what: str) -> Any:
     unknown = sorted(set(options) - set(config._fields))
     if unknown:
         raise InputError(f"unknown {what} option {unknown[0]!r}; valid: {', '.join(config._fields)}")
-    if isinstance(options.get("map"), Mapping):
-        try:
+    try:
+        if isinstance(options.get("map"), Mapping):
             options = {**options, "map": MAPConfig.from_json(options["map"], config.map)}
-        except ValueError as err:
-            raise InputError(str(err)) from None
+        if "hyperprior" in options:
+            given = options["hyperprior"]
+            fields = given._asdict() if isinstance(given, HyperPrior) else given
+            if not isinstance(fields, Mapping):
+                raise ValueError(f"hyperprior must be a HyperPrior or a dict of its fields, got {given!r}")
+            options = {**options, "hyperprior": HyperPrior.from_json(fields, config.hyperprior)}
+    except ValueError as err:
+        raise InputError(str(err)) from None
     return config._replace(**options)
 
 
@@ -408,6 +415,8 @@ def _method_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
     options = dict(options)
     if hasattr(options.get("map"), "_asdict"):  # a MAPConfig: every field, as JSON a checkpoint can hold
         options["map"] = options["map"].to_json()
+    if isinstance(options.get("hyperprior"), HyperPrior):  # its fields, as JSON a checkpoint can hold
+        options["hyperprior"] = options["hyperprior"]._asdict()
     if method in MCMC_METHODS:
         _with_options(MCMCConfig(), options, "MCMC")
     return options

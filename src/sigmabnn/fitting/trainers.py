@@ -194,6 +194,7 @@ class MCMCTrainer:
         # the MAP pretraining that made the starts, flat: map_num_steps, map_lbfgs_steps, ... (none: map None)
         settings.update(config.map.settings() if config.map is not None else {})
         settings["map"] = config.map is not None
+        settings.update(config.hyperprior.settings())  # the Gamma hyperpriors, flat: hyperprior_noise_rate, ...
         return Trained(
             draws=draws,
             info=info,

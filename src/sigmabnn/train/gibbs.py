@@ -37,8 +37,9 @@ chains, the draws or the model file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -91,6 +92,27 @@ class HyperPrior(NamedTuple):
     weight_rate: float = 1.0
     bias_shape: float = 1.0
     bias_rate: float = 1.0
+
+    @classmethod
+    def from_json(cls, fields: Mapping[str, Any], base: HyperPrior | None = None) -> HyperPrior:
+        """``base`` (default ``HyperPrior()``) with the ``fields`` given replaced (floats > 0).
+
+        Raises:
+            ValueError: a field :class:`HyperPrior` does not have, or a value that is not a positive
+                finite number (one line naming it).
+        """
+        unknown = sorted(set(fields) - set(cls._fields))
+        if unknown:
+            raise ValueError(f"unknown hyperprior option {unknown[0]!r}; valid: {', '.join(cls._fields)}")
+        out = (cls() if base is None else base)._replace(**fields)
+        for name, value in out._asdict().items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise ValueError(f"hyperprior {name} must be a positive finite number, got {value!r}")
+        return out._replace(**{k: float(v) for k, v in out._asdict().items()})
+
+    def settings(self) -> dict[str, float]:
+        """The fields as flat ``hyperprior_<field>`` settings (the model file's record of the priors)."""
+        return {f"hyperprior_{k}": v for k, v in self._asdict().items()}
 
 
 def _check(hyperprior: HyperPrior) -> None:
