@@ -1,6 +1,6 @@
-"""The warm-up-over-seeds benchmark's own code (benchmarks/warmup_seeds.py): the candidate's options, the
-per-table summary (candidate minus default, paired by seed), the pooled difference and the decision rule,
-and a resumable run (cells faked: no fit)."""
+"""The candidates-over-seeds benchmark's own code (benchmarks/candidate_seeds.py): the candidates' options,
+the per-table summary (candidate minus default, paired by seed), the pooled difference and the decision
+rule, and a resumable run whose default cells are shared by the candidates (cells faked: no fit)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.conftest import load_benchmark
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_benchmark("warmup_seeds")
+    return load_benchmark("candidate_seeds")
 
 
 def _rec(table, seed, sampler, rmse, ll, seconds=20.0):
@@ -23,9 +23,10 @@ def _rec(table, seed, sampler, rmse, ll, seconds=20.0):
     }  # fmt: skip
 
 
-def test_the_candidate_is_the_default_with_a_longer_warmup_only(bench):
-    kwargs = bench.defaults.fit_kwargs(bench.CANDIDATE, 6, 300, log_target=False)
-    assert kwargs == {"num_warmup": 1000}  # no dtype or split forced: the library's default otherwise
+def test_each_candidate_is_the_default_with_one_change(bench):
+    assert bench.defaults.fit_kwargs("warmup-1000", 6, 300, log_target=False) == {"num_warmup": 1000}
+    noise = bench.defaults.fit_kwargs("noise-rate-0.1", 6, 300, log_target=False)
+    assert noise == {"hyperprior": {"noise_rate": 0.1}}  # no dtype or split forced: the library's default otherwise
     assert bench.defaults.fit_kwargs("sigmabnn", 6, 300, log_target=False) == {}
 
 
@@ -34,12 +35,15 @@ def test_differences_are_candidate_minus_default_paired_by_seed(bench):
     for seed, ll_c in enumerate([0.50, 0.52, 0.54]):
         recs += [
             _rec("smooth6d-300", seed, "sigmabnn", 0.15, 0.45, seconds=20.0),
-            _rec("smooth6d-300", seed, bench.CANDIDATE, 0.14, ll_c, seconds=40.0 + seed),
+            _rec("smooth6d-300", seed, "warmup-1000", 0.14, ll_c, seconds=40.0 + seed),
+            _rec("smooth6d-300", seed, "noise-rate-0.1", 0.16, 0.45, seconds=20.0),
         ]
-    seeds, (row,) = bench.summarise(recs)
+    seeds, (row,) = bench.summarise(recs, "warmup-1000")
     assert len(seeds) == 3 and row["ll_difference"] == pytest.approx(0.07) and row["ll_verdict"] == "ahead"
     assert row["rmse_difference"] == pytest.approx(-0.01) and row["rmse_verdict"] == "ahead"
     assert row["time_ratio"] == pytest.approx(41.0 / 20.0) and row["max_seconds_candidate"] == 42.0
+    _, (other,) = bench.summarise(recs, "noise-rate-0.1")
+    assert other["rmse_difference"] == pytest.approx(0.01) and other["rmse_verdict"] == "behind"
 
 
 def test_pooled_difference_and_decision(bench):
@@ -49,14 +53,14 @@ def test_pooled_difference_and_decision(bench):
     ahead = [table(0.10, 0.03), table(0.02, 0.04)]
     mean, se = bench.pooled(ahead)
     assert mean == pytest.approx(0.06) and se == pytest.approx(math.sqrt(0.03**2 + 0.04**2) / 2)
-    assert bench.decide(ahead, expected=2) == "worth a cost-fitted default"
+    assert bench.decide(ahead, expected=2) == "worth making the default"
     assert bench.decide(ahead, expected=3) == "incomplete"  # a table not yet run
     assert bench.decide([table(0.10, 0.03), table(0.02, 0.04, rmse_v="behind")], expected=2) == "no"
     assert bench.decide([table(0.01, 0.03), table(0.0, 0.04)], expected=2) == "no"  # within 2 SE pooled
     assert bench.decide([table(0.1, None)], expected=1) == "incomplete"  # one seed: no SE
 
 
-def test_a_run_resumes_cell_by_cell(bench, tmp_path, monkeypatch):
+def test_a_run_resumes_and_shares_the_default_cells(bench, tmp_path, monkeypatch):
     calls = []
 
     def fake(spec, timeout, log, script):
@@ -65,9 +69,13 @@ def test_a_run_resumes_cell_by_cell(bench, tmp_path, monkeypatch):
         return _rec(spec["table"], spec["seed"], spec["sampler"], 0.1, 0.5)
 
     monkeypatch.setattr(bench.defaults, "run_subprocess", fake)
-    out = tmp_path / "w.json"
+    out = tmp_path / "c.json"
     args = ["--tables", "lin2d-120", "--seeds", "0,1", "--out", str(out)]
-    assert bench.main(args) == 0
-    assert calls == [("lin2d-120", s, m) for s in (0, 1) for m in ("sigmabnn", bench.CANDIDATE)]
-    assert bench.main(args) == 0 and len(calls) == 4  # everything recorded: nothing rerun
-    assert "| lin2d-120 | 2 |" in out.with_suffix(".md").read_text()
+    assert bench.main([*args, "--candidates", "warmup-1000"]) == 0
+    assert calls == [("lin2d-120", s, m) for s in (0, 1) for m in ("sigmabnn", "warmup-1000")]
+    assert bench.main([*args, "--candidates", "noise-rate-0.1"]) == 0  # the default's cells are not rerun
+    assert calls[4:] == [("lin2d-120", s, "noise-rate-0.1") for s in (0, 1)]
+    page = out.with_suffix(".md").read_text()
+    assert page.count("| lin2d-120 | 2 |") == 2 and "noise-rate-0.1 against the default" in page
+    with pytest.raises(SystemExit, match="unknown candidate"):
+        bench.main([*args, "--candidates", "nope"])
