@@ -19,6 +19,7 @@ def _rec(table, seed, sampler, rmse, ll, seconds=20.0):
     return {
         "table": table, "seed": seed, "sampler": sampler, "status": "ok", "rmse": rmse, "test_ll": ll,
         "row_ll": [ll - 0.1, ll + 0.1], "n_train": 300, "n_score": 2, "coverage_68": 0.7, "coverage_95": 0.95,
+        "num_features": 6,
         "seconds": seconds,
     }  # fmt: skip
 
@@ -42,6 +43,7 @@ def test_differences_are_candidate_minus_default_paired_by_seed(bench):
     assert len(seeds) == 3 and row["ll_difference"] == pytest.approx(0.07) and row["ll_verdict"] == "ahead"
     assert row["rmse_difference"] == pytest.approx(-0.01) and row["rmse_verdict"] == "ahead"
     assert row["time_ratio"] == pytest.approx(41.0 / 20.0) and row["max_seconds_candidate"] == 42.0
+    assert row["time_limit"] == 60.0  # 300 rows, 6 inputs: the 60 s goal
     _, (other,) = bench.summarise(recs, "noise-rate-0.1")
     assert other["rmse_difference"] == pytest.approx(0.01) and other["rmse_verdict"] == "behind"
 
@@ -79,3 +81,15 @@ def test_a_run_resumes_and_shares_the_default_cells(bench, tmp_path, monkeypatch
     assert page.count("| lin2d-120 | 2 |") == 2 and "noise-rate-0.1 against the default" in page
     with pytest.raises(SystemExit, match="unknown candidate"):
         bench.main([*args, "--candidates", "nope"])
+
+
+def test_a_candidate_over_the_time_goal_is_not_made_the_default(bench):
+    def table(name, seconds, limit=60.0):
+        return {"table": name, "ll_difference": 0.1, "ll_se": 0.01, "ll_verdict": "ahead",
+                "rmse_verdict": "within noise", "seconds_candidate": seconds, "time_limit": limit}  # fmt: skip
+
+    fast = [table("a", 30.0) for _ in range(6)]
+    assert bench.decision_text(fast) == "**worth making the default**" and bench.over_time(fast) == []
+    slow = [*fast[:5], table("energy", 75.0)]
+    assert bench.over_time(slow) == ["energy"]
+    assert "over the time goal" in bench.decision_text(slow) and "energy" in bench.decision_text(slow)
