@@ -159,7 +159,9 @@ def markdown(data: dict[str, Any]) -> str:
         "docstring has the protocol, the candidates and the rule, fixed before the runs; no battery test row is "
         "read. Differences: the candidate minus the default (LL: mean per-row log predictive density, nats; "
         "RMSE: target units); their SE over the seeds. Seconds: each fit in a fresh process, compilation "
-        "included, a seed's cells run one after the other (loads in the JSON)."
+        "included, a seed's cells run one after the other (loads in the JSON); a candidate run in a later "
+        "invocation than the default's cells it is compared with is not paired in time with them (the "
+        "invocations below), so its time ratio mixes the two runs' loads."
     )
     pages = []
     for candidate, options in CANDIDATES.items():
