@@ -197,10 +197,8 @@ def fit(
             pretraining of the chains' starts: a :class:`sigmabnn.map.MAPConfig`, a dict of
             fields replacing those of the default one (scaled to the data by
             :func:`sigmabnn.train.default_config`), e.g. ``map={"num_steps": 16000,
-            "lbfgs_steps": 1000}``, or ``None`` for none; ``hyperprior``, the Gamma(shape, rate)
-            priors of the Gibbs-sampled precisions: a :class:`sigmabnn.train.gibbs.HyperPrior` or a
-            dict of fields replacing its defaults, e.g. ``hyperprior={"noise_rate": 0.1}``, rates in
-            standardised target units squared) or of
+            "lbfgs_steps": 1000}``, or ``None`` for none; ``hyperprior``: the Gibbs-sampled precisions'
+            Gamma priors, a :class:`sigmabnn.train.gibbs.HyperPrior` or a dict of its fields) or of
             :class:`sigmabnn.vi.VIConfig` (e.g. ``num_steps``, ``batch_size``) or
             :class:`sigmabnn.ensemble.EnsembleConfig` (``num_members`` and the
             :class:`sigmabnn.map.MAPConfig` fields, e.g. ``num_steps``).
