@@ -106,9 +106,11 @@ class HyperPrior(NamedTuple):
             raise ValueError(f"unknown hyperprior option {unknown[0]!r}; valid: {', '.join(cls._fields)}")
         out = (cls() if base is None else base)._replace(**fields)
         for name, value in out._asdict().items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"hyperprior {name} must be a positive finite number, got {value!r}")
-        return out._replace(**{k: float(v) for k, v in out._asdict().items()})
+        out = out._replace(**{k: float(v) for k, v in out._asdict().items()})
+        _check(out)
+        return out
 
     def settings(self) -> dict[str, float]:
         """The fields as flat ``hyperprior_<field>`` settings (the model file's record of the priors)."""
@@ -117,8 +119,8 @@ class HyperPrior(NamedTuple):
 
 def _check(hyperprior: HyperPrior) -> None:
     for name, value in hyperprior._asdict().items():
-        if not value > 0:
-            raise ValueError(f"hyperprior {name} must be positive, got {value}")
+        if not 0 < value < math.inf:
+            raise ValueError(f"hyperprior {name} must be a positive finite number, got {value!r}")
 
 
 def residuals(bnn: BNN, data: Data, position: Array) -> Array:
