@@ -176,12 +176,21 @@ class FitSpec(NamedTuple):
             learn_noise=self.model.learn_noise,
         )
 
+    @property
+    def auto_learns_prior(self) -> bool:
+        """``learn_prior="auto"``: the per-layer prior precisions Gibbs-sampled for a classifier and for a
+        regression whose noise model is one of :data:`LEARNS_PRIOR_LIKELIHOODS` (the likelihood ``"auto"``
+        chose, when it chose)."""
+        return self.is_classifier or self.model.likelihood in LEARNS_PRIOR_LIKELIHOODS
+
     def mcmc_config(self, n_train: int, num_params: int) -> MCMCConfig:
         """The MCMC config: :func:`~sigmabnn.train.default_config` for the problem size, then the options."""
         m = self.method
         config = default_config(n_train, num_params, m.name)._replace(learn_noise=self.learns_noise)
         if self.is_classifier:  # its default: the prior precisions Gibbs-sampled (CLASSIFIER_LEARNS_PRIOR)
             config = config._replace(learn_prior=CLASSIFIER_LEARNS_PRIOR)
+        if m.options.get("learn_prior") == "auto":
+            m = m._replace(options={**m.options, "learn_prior": self.auto_learns_prior})
         if m.num_chains is not None:
             config = config._replace(num_chains=m.num_chains)
         if m.num_warmup is not None:
@@ -381,6 +390,12 @@ def auto_min_val_rows(method: str, likelihood: str, noise_column: Any) -> int:
 #: saturate the first layer (``benchmarks/results/classifier_prior.md``).
 CLASSIFIER_LEARNS_PRIOR = True
 
+#: The regression noise models whose fits Gibbs-sample the per-layer prior precisions under
+#: ``learn_prior="auto"`` (:attr:`FitSpec.auto_learns_prior`): the homoscedastic Gaussian, whose single
+#: output head Neal's hierarchical prior was built for. Not the heteroscedastic Student-t, whose last layer
+#: holds the mean and the scale heads under one sampled precision.
+LEARNS_PRIOR_LIKELIHOODS = ("gaussian",)
+
 #: The dtype of a fit that names none, where :func:`auto_dtype` does not give float64.
 AUTO_DTYPE = "float32"
 
@@ -417,6 +432,9 @@ def _method_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
         options["map"] = options["map"].to_json()
     if isinstance(options.get("hyperprior"), HyperPrior):  # its fields, as JSON a checkpoint can hold
         options["hyperprior"] = options["hyperprior"]._asdict()
+    learn_prior = options.get("learn_prior", False)
+    if not (isinstance(learn_prior, bool | np.bool_) or learn_prior == "auto"):
+        raise InputError(f"learn_prior must be true, false or 'auto', got {learn_prior!r}")
     if method in MCMC_METHODS:
         _with_options(MCMCConfig(), options, "MCMC")
     return options
