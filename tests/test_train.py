@@ -103,7 +103,30 @@ def test_an_mcmc_classifier_learns_its_prior_precisions_unless_told_not_to():
         assert build_spec("y", method=method, likelihood="categorical").mcmc_config(100, 50).learn_prior
         fixed = build_spec("y", method=method, likelihood="categorical", learn_prior=False)
         assert fixed.mcmc_config(100, 50).learn_prior is False
-        assert build_spec("y", method=method).mcmc_config(100, 50).learn_prior is False  # regression: unchanged
+        regression = build_spec("y", method=method).mcmc_config(100, 50).learn_prior  # ChEES: learn_prior="auto"
+        assert regression is (method == "chees")
+
+
+def test_learn_prior_auto_samples_the_prior_precisions_by_the_noise_model():
+    from sigmabnn.errors import InputError
+    from sigmabnn.fitting.spec import build_spec
+
+    # the default method's default: the fallback noise model before the choice is the Gaussian
+    assert build_spec("y").mcmc_config(100, 50).learn_prior is True
+    assert build_spec("y").with_likelihood("hetero_student_t").mcmc_config(100, 50).learn_prior is False
+    assert build_spec("y", learn_prior=False).with_likelihood("gaussian").mcmc_config(100, 50).learn_prior is False
+    auto = build_spec("y", learn_prior="auto")
+    # likelihood="auto" decides it once the noise model is chosen: the Gaussian samples, the hetero-t does not
+    assert auto.with_likelihood("gaussian").mcmc_config(100, 50).learn_prior is True
+    assert auto.with_likelihood("hetero_student_t").mcmc_config(100, 50).learn_prior is False
+    assert build_spec("y", likelihood="student_t", learn_prior="auto").mcmc_config(100, 50).learn_prior is False
+    assert build_spec("y", likelihood="categorical", learn_prior="auto").mcmc_config(100, 50).learn_prior is True
+    # an explicit value wins over the noise model
+    forced = build_spec("y", learn_prior=True).with_likelihood("hetero_student_t")
+    assert forced.mcmc_config(100, 50).learn_prior is True
+    for bad in ("yes", 1, None, 0.5):
+        with pytest.raises(InputError, match="learn_prior must be true, false or 'auto'"):
+            build_spec("y", learn_prior=bad)
 
 
 def test_bad_settings_raise_value_error():

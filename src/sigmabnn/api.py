@@ -16,9 +16,11 @@
    default ``likelihood="auto"``, a heteroscedastic Student-t one where its MAP
    fits predict the validation rows better (:mod:`sigmabnn.fitting.noise_choice`); Gaussian prior with
    precision 1.0 on every kernel and bias entry, a unit-scale prior that
-   matches standardised inputs and targets (an MCMC classifier instead
-   Gibbs-samples its per-layer precisions unless ``learn_prior=False``:
-   :data:`sigmabnn.fitting.spec.CLASSIFIER_LEARNS_PRIOR`);
+   matches standardised inputs and targets; the default ChEES fit with the
+   Gaussian noise model and an MCMC classifier instead Gibbs-sample the
+   per-layer precisions (Neal's hierarchical prior, Gamma(1, 1) hyperpriors)
+   unless ``learn_prior=False`` (``learn_prior="auto"``:
+   :data:`sigmabnn.fitting.spec.AUTO_PRIOR_METHODS`, ``CLASSIFIER_LEARNS_PRIOR``);
 5. sample: :func:`sigmabnn.train.fit_mcmc` for ``"nuts"``, ``"hmc"``, ``"chees"``, ``"mh"``,
    or :func:`sigmabnn.vi.fit_vi` for ``"bbb"`` and ``"flipout"``; or train a
    deep ensemble, :func:`sigmabnn.ensemble.fit_ensemble` for ``"ensemble"``
@@ -193,7 +195,7 @@ def fit(
             the data and the returned model stay in this process. ``None``: one process.
         chains_per_task: chains of one task with a ``client`` (>= 1).
         **method_options: further fields of :class:`sigmabnn.train.MCMCConfig`
-            (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior``; ``map``, the MAP
+            (e.g. ``target_accept``, ``max_tree_depth``, ``learn_prior`` (true, false or ``"auto"``); ``map``, the MAP
             pretraining of the chains' starts: a :class:`sigmabnn.map.MAPConfig`, a dict of
             fields replacing those of the default one (scaled to the data by
             :func:`sigmabnn.train.default_config`), e.g. ``map={"num_steps": 16000,

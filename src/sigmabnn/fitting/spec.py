@@ -189,6 +189,8 @@ class FitSpec(NamedTuple):
         config = default_config(n_train, num_params, m.name)._replace(learn_noise=self.learns_noise)
         if self.is_classifier:  # its default: the prior precisions Gibbs-sampled (CLASSIFIER_LEARNS_PRIOR)
             config = config._replace(learn_prior=CLASSIFIER_LEARNS_PRIOR)
+        elif m.name in AUTO_PRIOR_METHODS:  # the default fit's: learn_prior="auto" unless told otherwise
+            config = config._replace(learn_prior=self.auto_learns_prior)
         if m.options.get("learn_prior") == "auto":
             m = m._replace(options={**m.options, "learn_prior": self.auto_learns_prior})
         if m.num_chains is not None:
@@ -395,6 +397,11 @@ CLASSIFIER_LEARNS_PRIOR = True
 #: output head Neal's hierarchical prior was built for. Not the heteroscedastic Student-t, whose last layer
 #: holds the mean and the scale heads under one sampled precision.
 LEARNS_PRIOR_LIKELIHOODS = ("gaussian",)
+#: The MCMC methods whose regression fits take ``learn_prior="auto"`` unless told otherwise: ChEES, the
+#: library's default method. Measured over ten training sets each of six tables of 100 to 700 rows
+#: (``benchmarks/results/candidate_seeds.md``, candidates ``learn-prior`` and ``learn-prior-gaussian``);
+#: the other kernels keep the fixed unit prior, on which they were not measured.
+AUTO_PRIOR_METHODS = ("chees",)
 
 #: The dtype of a fit that names none, where :func:`auto_dtype` does not give float64.
 AUTO_DTYPE = "float32"
