@@ -53,6 +53,11 @@ The candidates (:data:`CANDIDATES`), each the library's default with one change:
   candidate was chosen after seeing seeds 0 to 4, it is judged on fresh training sets only: seeds 5 to 9
   (``--seeds 5,6,7,8,9``, the default's cells of those seeds run beside it), by the same rule.
 
+Outcome: ``learn-prior-gaussian`` passed the rule and is the library's default since 2026-12-02
+(``learn_prior="auto"`` for ChEES regression fits, ``sigmabnn.fitting.spec.AUTO_PRIOR_METHODS``). Every
+``sigmabnn`` cell recorded here (seeds 0 to 9) was run before, with the fixed unit prior: the default
+the candidates above were measured against. A new seed's ``sigmabnn`` cell would measure today's default.
+
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and
 verdicts (``numpyro_seeds.verdict``: beyond 2 SE). Pooled: the mean of the tables' mean LL
