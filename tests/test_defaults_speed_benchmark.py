@@ -82,6 +82,10 @@ def test_the_test_phase_judges_speed_on_the_repeats_of_the_same_draws(speed):
     apart = [dict(r, date="2026-12-02T00:00:00Z") if r["sampler"] == "sigmabnn" else r for r in changed]
     assert "(timed on other days: the default 2026-12-02, NumPyro" in close(apart)["text"]
     assert "other days" not in close(changed)["text"]
+    # beside the repeats, the test phase's single ratio still says its fits ran on different days
+    both = [dict(r, date="2026-12-02T00:00:00Z") if r["sampler"] == "sigmabnn" else r for r in records]
+    text = close(both)["text"]
+    assert "two cells (timed on other days: the default 2026-12-02, NumPyro" in text and "over 3 interleaved" in text
     summary["close"]["same_draws"] = False
     ign = close(records)
     assert ign["met"] is False and "interleaved" not in ign["text"]
