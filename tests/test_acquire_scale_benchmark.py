@@ -14,6 +14,7 @@ def bench():
     return load_benchmark("acquire_scale")
 
 
+@pytest.mark.heavy
 def test_a_tiny_grid_records_each_cell_and_resumes(bench, tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "WORK", tmp_path / "work")
     grid = (

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import load_benchmark
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_records_and_the_student_t_rule_beats_the_midpoints(tmp_path):
     bench = load_benchmark("bald_quadrature")
     assert bench.main(["--trials", "2", "--out", str(tmp_path)]) == 0

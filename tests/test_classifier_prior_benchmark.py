@@ -31,7 +31,7 @@ def test_the_choice_pairs_the_splits_and_keeps_the_fixed_prior_within_the_tie(be
     assert bench.summarise(tie)["chosen"] == "fixed" and bench.summarise(tie)["nll_learned_minus_fixed"]["seeds"] == 1
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_small_run_records_both_priors_and_resumes(bench, tmp_path):
     settings = json.dumps({"num_chains": 1, "num_warmup": 10, "num_samples": 5, "max_tree_depth": 3})
     args = ["--workdir", str(tmp_path / "w"), "--seeds", "1", "--settings", settings, "--out", str(tmp_path)]

@@ -464,7 +464,7 @@ def test_smoke_results_go_to_tmp(bench):
 # --------------------------------------------------------------------------- a real cell
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("sampler", ["sigmabnn", "numpyro"])
 def test_smoke_cell_in_a_subprocess(bench, sampler, tmp_path):
     if sampler == "numpyro":

@@ -43,7 +43,7 @@ def test_each_rule_maps_a_too_wide_models_levels_as_documented(bench):
     assert bench.coverages(uniform)["ks-0.05:0.95"] == cov["raw:0.95"]  # a calibrated-looking sample: no map
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_run_on_one_table_records_every_rule_and_resumes(bench, tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "SCORE_ROWS", 300)
     args = ["--workdir", str(tmp_path / "work"), "--tables", "hetero2d-1000", "--seeds", "1", "--out", str(tmp_path)]

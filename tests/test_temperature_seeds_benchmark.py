@@ -69,7 +69,7 @@ def test_the_choice_is_the_lowest_mean_nll_with_ties_to_the_simpler_rule(bench):
     assert tie["chosen"] == "none" and tie["nll_minus_none_se"]["cv2"] == 0.0  # within TIE of none
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_a_small_run_records_every_rule_and_resumes(bench, tmp_path):
     config = tmp_path / "classification.json"
     config.write_text(json.dumps({"summary": {"final": {"map": {"epochs": 2, "learning_rate": 0.01, "members": 1}}}}))

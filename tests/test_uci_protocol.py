@@ -157,6 +157,7 @@ def _toy_uci(root: Path, name: str = "toy", n: int = 48, n_splits: int = 2) -> N
     (root / "data" / "uci" / "published_results.csv").write_text(published)
 
 
+@pytest.mark.heavy
 def test_jobs_run_merges_records_into_an_existing_file(uci, tmp_path):
     """Two worker processes over 1 split x 2 methods: every cell lands in the JSON, old records are kept."""
     import json

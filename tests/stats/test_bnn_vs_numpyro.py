@@ -4,7 +4,7 @@ Setup: a 1-10-1 tanh network, 30 points of y = sin(1.5 x) + 0.1 eps on
 x in [-2, 2], fixed noise precision 100 (the simulated noise std 0.1) and
 fixed prior precisions 1 on every kernel and bias entry. Both libraries sample
 the same posterior (same prior, same likelihood, float64) with 4 chains of
-1000 warm-up iterations and 1000 draws each.
+500 warm-up iterations and 500 draws each.
 
 What is compared: at 5 inputs inside the data range, the predictive mean
 E[f(x*)] and the predictive std sqrt(Var[f(x*)] + 1 / lambda). Both are
@@ -38,7 +38,7 @@ from sigmabnn.train import MCMCConfig, fit_mcmc
 
 NOISE_PRECISION = 100.0
 PRIOR_PRECISION = 1.0
-NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 4, 1000, 1000
+NUM_CHAINS, NUM_WARMUP, NUM_SAMPLES = 4, 500, 500
 X_STAR = np.array([-1.8, -0.9, 0.0, 0.9, 1.8])
 
 
