@@ -83,6 +83,28 @@ def test_forward_matches_numpy():
     np.testing.assert_allclose(np.asarray(forward(mlp, params, jnp.asarray(x))), expected, rtol=1e-12)
 
 
+def test_forward_points_last_is_the_points_first_network_with_leading_axes_and_gradients():
+    # forward keeps hidden units [width, n]; values, leading axes and gradients are those of act(h @ W + b)
+    mlp = parse_architecture("3-6-5-2", activation="tanh")
+    params = init_params(jax.random.key(4), mlp, dtype=jnp.float64)
+    x = jnp.asarray(np.random.default_rng(4).normal(size=(2, 7, 3)))
+
+    def points_first(p, xs):
+        h = xs
+        for layer, act in zip(p, ("tanh", "tanh", "identity")):
+            h = h @ layer.kernel + layer.bias
+            h = jnp.tanh(h) if act == "tanh" else h
+        return h
+
+    out = forward(mlp, params, x)
+    assert out.shape == (2, 7, 2)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(points_first(params, x)), rtol=1e-12, atol=1e-14)
+    g_new = jax.grad(lambda p: jnp.sum(jnp.sin(forward(mlp, p, x[0]))))(params)
+    g_old = jax.grad(lambda p: jnp.sum(jnp.sin(points_first(p, x[0]))))(params)
+    for a, b in zip(jax.tree_util.tree_leaves(g_new), jax.tree_util.tree_leaves(g_old)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize(
     ("arch", "activation", "dtype", "rtol"),
     [

@@ -1,0 +1,169 @@
+"""The layout of the hidden units in the training gradient: points-first against points-last.
+
+``sigmabnn.model.mlp.forward`` is the network every sampler's and MAP fit's gradient goes through,
+with the chains (or starts) vmapped. This script times the same leapfrog loop over two
+formulations of that network, in one process, interleaved:
+
+- ``points_first``: ``h <- act(h @ kernel + bias)`` with ``h`` ``[n, width]`` (written out below,
+  the formulation before the change);
+- ``points_last``: the library's :func:`~sigmabnn.model.mlp.forward`, ``h <- act(kernel^T h + bias)``
+  with ``h`` ``[width, n]``.
+
+Each cell is a jitted ``fori_loop`` of :data:`STEPS` leapfrog steps of the BNN log-posterior's
+gradient (prior plus likelihood, no row blocks: every cell is under the blocked sum's threshold),
+chains vmapped, for the homoscedastic Gaussian head (``P-20-20-1``) and the heteroscedastic
+Student-t head (``P-20-20-2``), on the defaults battery's shapes (``benchmarks/defaults.py``: 100 to
+10,000 rows, 1 to 10 inputs) in float32 (the default fit's dtype) and some in float64, 8 chains (the
+default) and one. Per cell and layout: the median over :data:`REPEATS` runs of the milliseconds per
+step (all chains), and the largest relative difference of the two layouts' gradients at the
+starting positions (the order of floating-point sums only). The load average is recorded at start
+and end.
+
+Usage::
+
+    python benchmarks/train_layout.py            # results/train_layout.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+
+STEPS = 200
+REPEATS = 5
+LAYOUTS = ("points_first", "points_last")
+#: ``(inputs, rows, chains, dtype)`` of the cells; each is run with both heads.
+CELLS = (
+    (1, 100, 8, "float32"),
+    (2, 120, 8, "float32"),
+    (6, 300, 8, "float32"),
+    (2, 1000, 8, "float32"),
+    (10, 2000, 8, "float32"),
+    (10, 10000, 8, "float32"),
+    (10, 2000, 1, "float32"),
+    (6, 300, 8, "float64"),
+    (10, 2000, 8, "float64"),
+)
+HEADS = ("gaussian", "hetero_student_t")
+
+
+def points_first(mlp: Any, params: Any, x: Any) -> Any:
+    """The network with hidden units ``[n, width]``: ``act(h @ kernel + bias)`` per layer."""
+    from sigmabnn.model.mlp import ACTIVATIONS
+
+    h = x
+    for layer, act in zip(params, mlp.activations):
+        h = ACTIVATIONS[act](h @ layer.kernel + layer.bias)
+    return h
+
+
+def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dict[str, Any]]:
+    """Compile the leapfrog loop of one cell under both layouts and time them interleaved."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticStudentT
+    from sigmabnn.model.mlp import flatten, forward, init_params, parse_architecture
+    from sigmabnn.model.posterior import BNN
+
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.uniform(-1, 1, size=(rows, inputs)), dtype)
+    y = jnp.asarray(np.sin(3 * np.asarray(x[:, :1])) + 0.1 * rng.normal(size=(rows, 1)), dtype)
+    lik, outputs = (Gaussian(precision=100.0), 1) if head == "gaussian" else (HeteroscedasticStudentT(), 2)
+    bnn = BNN(mlp=parse_architecture(f"{inputs}-20-20-{outputs}", "tanh"), likelihood=lik, dtype=dtype)
+    hyper = bnn.default_hyperparameters()
+    keys = jax.random.split(jax.random.PRNGKey(0), chains)
+    positions = jnp.stack([flatten(init_params(k, bnn.mlp, bnn.jdtype)) for k in keys])
+    nets = {"points_first": points_first, "points_last": forward}
+
+    def log_posterior(net: Any) -> Any:
+        def fn(p: Any) -> Any:
+            f = net(bnn.mlp, bnn.unflatten(p), x)
+            return bnn.log_prior(p, hyper) + lik.log_prob(f, y, hyper.noise_precision)
+
+        return fn
+
+    def leapfrogs(grad: Any) -> Any:
+        def run(p: Any) -> Any:
+            def body(_: Any, s: Any) -> Any:
+                q, m, g = s
+                m = m + 0.0005 * g
+                q = q + 0.001 * m
+                g = grad(q)
+                return q, m + 0.0005 * g, g
+
+            return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), grad(p)))[0]
+
+        return run
+
+    grads = {name: jax.grad(log_posterior(net)) for name, net in nets.items()}
+    start = {name: np.asarray(jax.jit(jax.vmap(g))(positions), np.float64) for name, g in grads.items()}
+    diff = float(np.max(np.abs(start["points_last"] - start["points_first"])) / np.max(np.abs(start["points_first"])))
+    out, compiled = [], {}
+    for name in LAYOUTS:
+        t0 = time.perf_counter()
+        compiled[name] = jax.jit(jax.vmap(leapfrogs(grads[name]))).lower(positions).compile()
+        out.append({"network": f"{inputs}-20-20-{outputs}", "head": head, "rows": rows, "chains": chains,
+                    "dtype": dtype, "layout": name, "compile_seconds": time.perf_counter() - t0, "ms_per_step": [],
+                    "max_rel_grad_diff": diff})  # fmt: skip
+    for _ in range(REPEATS):
+        for rec in out:  # layouts interleaved
+            t0 = time.perf_counter()
+            jax.block_until_ready(compiled[rec["layout"]](positions))
+            rec["ms_per_step"].append(1e3 * (time.perf_counter() - t0) / STEPS)
+    for rec in out:
+        rec["ms_per_step_median"] = float(statistics.median(rec["ms_per_step"]))
+    first = out[0]["ms_per_step_median"]
+    return [{**rec, "speedup_vs_points_first": first / rec["ms_per_step_median"]} for rec in out]
+
+
+COLUMNS = [("network", "network", ""), ("head", "head", ""), ("rows", "rows", "d"), ("chains", "chains", "d"),
+           ("dtype", "dtype", ""), ("layout", "layout", ""), ("compile_seconds", "compile s", ".2f"),
+           ("ms_per_step_median", "ms per step", ".3f"), ("speedup_vs_points_first", "speed-up", ".2f"),
+           ("max_rel_grad_diff", "max rel. gradient difference", ".1e")]  # fmt: skip
+
+
+def markdown(meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    last = [r for r in records if r["layout"] == "points_last"]
+    speedups = [r["speedup_vs_points_first"] for r in last]
+    slower = [r for r in last if r["speedup_vs_points_first"] < 1.0]
+    return "".join([
+        "# Hidden-unit layout of the training gradient\n\n",
+        "Written by `benchmarks/train_layout.py` (its docstring has the protocol); do not edit.\n\n",
+        f"Run {meta['date']} to {meta['date_end']}, {meta['machine']}, jax {meta['jax']}; load average (1/5/15 min) "
+        f"{meta['load_average_1_5_15_at_start']} at the start, {meta['load_average_1_5_15_at_end']} at the end.\n\n",
+        f"Points-last (the library's `forward`) against points-first, {len(last)} cells: speed-up median "
+        f"{statistics.median(speedups):.2f}x, range {min(speedups):.2f}x to {max(speedups):.2f}x; "
+        f"{len(slower)} cells slower.\n\n",
+        f"## Leapfrog loops ({STEPS} steps, chains vmapped; median of {REPEATS} runs, layouts interleaved)\n\n",
+        markdown_table(records, COLUMNS),
+    ])  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument("--smoke", action="store_true", help="two small cells, one repeat (a test's check)")
+    args = p.parse_args(argv)
+    global REPEATS, STEPS
+    cells = CELLS
+    if args.smoke:
+        REPEATS, STEPS, cells = 1, 5, CELLS[:1]
+    meta = run_metadata("benchmarks/train_layout.py")
+    records = [rec for c in cells for head in HEADS for rec in cell(*c, head)]
+    meta = finish_metadata(meta)
+    write(args.out / "train_layout.json", {"meta": meta, "records": records}, markdown(meta, records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
