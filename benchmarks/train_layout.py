@@ -19,16 +19,27 @@ step (all chains), and the largest relative difference of the two layouts' gradi
 starting positions (the order of floating-point sums only). The load average is recorded at start
 and end.
 
+``--fit-tables`` adds whole default fits (``sigmabnn.api.fit(path, "y")`` on a table's training rows
+from ``benchmarks/defaults.py``, compilation included), each in a fresh process, the points-first
+network patched in for ``BNN.apply`` in its cells; the layouts alternate, :data:`FIT_ROUNDS`
+rounds, and each fit's phases and leapfrog steps per iteration are recorded beside its seconds (the
+two layouts' draws differ in rounding, so their trajectory lengths may differ).
+
 Usage::
 
     python benchmarks/train_layout.py            # results/train_layout.{json,md}
+    python benchmarks/train_layout.py --fit-tables lin2d-120,power-plant
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +63,7 @@ CELLS = (
     (10, 2000, 8, "float64"),
 )
 HEADS = ("gaussian", "hetero_student_t")
+FIT_ROUNDS = 2
 
 
 def points_first(mlp: Any, params: Any, x: Any) -> Any:
@@ -126,13 +138,73 @@ def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dic
     return [{**rec, "speedup_vs_points_first": first / rec["ms_per_step_median"]} for rec in out]
 
 
+def fit_cell(name: str, layout: str) -> dict[str, Any]:
+    """One default fit of table ``name`` in this process under ``layout``."""
+    import sigmabnn.model.posterior as posterior
+    from defaults import load_table
+    from sigmabnn.api import fit
+
+    if layout == "points_first":
+        posterior.forward = points_first
+    table = load_table(name, with_test=False)
+    with tempfile.TemporaryDirectory(prefix="sigmabnn_layout_") as tmp:
+        path = Path(tmp) / "table.csv"
+        table.train.to_csv(path, index=False)
+        t0 = time.perf_counter()
+        _, report = fit(str(path), "y")
+        seconds = time.perf_counter() - t0
+    j = report.to_json()
+    timings = j.get("timings") or {}
+    steps = (j.get("sampler") or {}).get("mean_integration_steps")
+    return {"table": name, "rows": len(table.train), "layout": layout, "seconds": seconds,
+            "sample_seconds": timings.get("sample_seconds"), "mean_integration_steps": steps,
+            "load_average": [round(v, 2) for v in os.getloadavg()]}  # fmt: skip
+
+
+def run_fit(name: str, layout: str) -> dict[str, Any]:
+    """:func:`fit_cell` in a fresh process."""
+    cmd = [sys.executable, __file__, "--fit-cell", f"{name}:{layout}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise SystemExit(f"{name} ({layout}): the fit failed: {last}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fit_rounds(tables: list[str]) -> list[dict[str, Any]]:
+    """:data:`FIT_ROUNDS` rounds of every table under both layouts, the order alternating per round."""
+    fits = []
+    for r in range(FIT_ROUNDS):
+        for name in tables:
+            for layout in LAYOUTS if r % 2 == 0 else LAYOUTS[::-1]:
+                fits.append({**run_fit(name, layout), "round": r})
+                print(json.dumps(fits[-1]), flush=True)
+    return fits
+
+
+FIT_COLUMNS = [("table", "table", ""), ("rows", "rows", "d"), ("round", "round", "d"), ("layout", "layout", ""),
+               ("seconds", "fit s", ".1f"), ("sample_seconds", "sampling s", ".1f"),
+               ("mean_integration_steps", "leapfrog steps per iteration", ".1f")]  # fmt: skip
+
+
+def fit_summary(fits: list[dict[str, Any]]) -> str:
+    """Per table: the median fit seconds of each layout and their ratio."""
+    lines = []
+    for name in dict.fromkeys(f["table"] for f in fits):
+        med = {lay: statistics.median(f["seconds"] for f in fits if f["table"] == name and f["layout"] == lay)
+               for lay in LAYOUTS}  # fmt: skip
+        lines.append(f"- {name}: median fit {med['points_first']:.1f} s points-first, {med['points_last']:.1f} s "
+                     f"points-last ({med['points_first'] / med['points_last']:.2f}x)\n")  # fmt: skip
+    return "".join(lines)
+
+
 COLUMNS = [("network", "network", ""), ("head", "head", ""), ("rows", "rows", "d"), ("chains", "chains", "d"),
            ("dtype", "dtype", ""), ("layout", "layout", ""), ("compile_seconds", "compile s", ".2f"),
            ("ms_per_step_median", "ms per step", ".3f"), ("speedup_vs_points_first", "speed-up", ".2f"),
            ("max_rel_grad_diff", "max rel. gradient difference", ".1e")]  # fmt: skip
 
 
-def markdown(meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def markdown(meta: dict[str, Any], records: list[dict[str, Any]], fits: list[dict[str, Any]]) -> str:
     last = [r for r in records if r["layout"] == "points_last"]
     speedups = [r["speedup_vs_points_first"] for r in last]
     slower = [r for r in last if r["speedup_vs_points_first"] < 1.0]
@@ -146,6 +218,8 @@ def markdown(meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
         f"{len(slower)} cells slower.\n\n",
         f"## Leapfrog loops ({STEPS} steps, chains vmapped; median of {REPEATS} runs, layouts interleaved)\n\n",
         markdown_table(records, COLUMNS),
+        *([f"\n## Default fits (fresh process each, compilation included; {FIT_ROUNDS} rounds, layouts "
+           "alternating)\n\n", fit_summary(fits), "\n", markdown_table(fits, FIT_COLUMNS)] if fits else []),
     ])  # fmt: skip
 
 
@@ -153,15 +227,22 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
     p.add_argument("--smoke", action="store_true", help="two small cells, one repeat (a test's check)")
+    p.add_argument("--fit-tables", default="", help="comma-separated defaults tables to fit under both layouts")
+    p.add_argument("--fit-cell", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.fit_cell:
+        print(json.dumps(fit_cell(*args.fit_cell.split(":"))))
+        return 0
     global REPEATS, STEPS
     cells = CELLS
     if args.smoke:
         REPEATS, STEPS, cells = 1, 5, CELLS[:1]
     meta = run_metadata("benchmarks/train_layout.py")
     records = [rec for c in cells for head in HEADS for rec in cell(*c, head)]
+    fits = fit_rounds([t for t in args.fit_tables.split(",") if t])
     meta = finish_metadata(meta)
-    write(args.out / "train_layout.json", {"meta": meta, "records": records}, markdown(meta, records))
+    out = {"meta": meta, "records": records, "fits": fits}
+    write(args.out / "train_layout.json", out, markdown(meta, records, fits))
     return 0
 
 
