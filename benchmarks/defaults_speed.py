@@ -18,7 +18,7 @@ every repeat's test RMSE equals the test phase's record (``same draws``), so the
 configuration the test phase scored and no choice reads the scores.
 
 Results: ``results/defaults_speed.{json,md}``, written after every cell; a rerun skips the cells
-already recorded (``--force`` reruns them).
+already recorded (``--force`` reruns the given tables' cells and drops their repeats beyond ``--repeats``).
 
 Usage (from the repository root)::
 
@@ -75,6 +75,12 @@ def pair_order(repeat: int) -> tuple[str, ...]:
 def cells(tables: Sequence[str], repeats: int) -> list[tuple[str, int, str]]:
     """(table, repeat, method) in run order: per table, the repeats' pairs in turn."""
     return [(t, r, m) for t in tables for r in range(repeats) for m in pair_order(r)]
+
+
+def drop_beyond(records: list[dict[str, Any]], tables: Sequence[str], repeats: int) -> list[dict[str, Any]]:
+    """``records`` without the pairs ``>= repeats`` of ``tables``: a forced rerun of a table replaces all its
+    repeats, so none timed before it (another configuration, other draws) is summarised with the new ones."""
+    return [r for r in records if not (r.get("table") in tables and int(r.get("repeat", 0)) >= repeats)]
 
 
 def _key(rec: dict[str, Any]) -> tuple[str, int, str]:
@@ -175,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tables", help="comma-separated tables (default: the test phase's undecided ones)")
     ap.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="pairs of cells per table")
     ap.add_argument("--timeout", type=float, default=TIMEOUT, help="wall-time cap of one cell (s)")
-    ap.add_argument("--force", action="store_true", help="rerun cells already recorded")
+    ap.add_argument("--force", action="store_true", help="rerun the tables' cells (their other repeats are dropped)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--table-only", action="store_true", help="regenerate the Markdown from the JSON")
     args = ap.parse_args(argv)
@@ -187,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not defaults.numpyro_available():
             raise SystemExit("numpyro is not importable (pip install numpyro): nothing to compare with")
         tables = args.tables.split(",") if args.tables else undecided_tables(test)
+        if args.force:
+            data["records"] = drop_beyond(data.get("records", []), tables, args.repeats)
         done = {_key(r) for r in data.get("records", [])}
         todo = [c for c in cells(tables, args.repeats) if args.force or c not in done]
         print(f"{len(tables)} table(s) {tables}: {len(todo)} cells to run")

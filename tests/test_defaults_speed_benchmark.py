@@ -49,6 +49,13 @@ def _repeats(ours, theirs, rmse=0.1):
     return out
 
 
+def test_a_forced_rerun_drops_the_tables_repeats_beyond_those_asked(speed):
+    records = _repeats([20.0] * 5, [100.0] * 5) + [rec("other", "sigmabnn", seconds=1.0, repeat=4)]
+    kept = speed.drop_beyond(records, ["close"], 3)
+    assert sorted({r["repeat"] for r in kept if r["table"] == "close"}) == [0, 1, 2]
+    assert [r for r in kept if r["table"] == "other"] == [records[-1]]  # other tables keep theirs
+
+
 def test_the_ratio_is_that_of_the_medians_and_the_draws_are_checked(speed):
     s = speed.summarise(_repeats([20.0, 18.0, 22.0], [100.0, 95.0, 120.0]), _test_phase())["close"]
     assert s["pairs"] == 3 and s["ratio_of_medians"] == pytest.approx(100.0 / 20.0) and s["met"] is True
