@@ -47,6 +47,32 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     return (i, n) if 0 <= i < n else None
 
 
+def time_interleaved(calls: Sequence[Callable[[], Any]], repeats: int) -> list[list[float]]:
+    """Wall seconds of each of ``calls`` over ``repeats`` rounds, the calls in turn within a round (interleaved,
+    so a drift of the machine's load falls on all); ``[call][round]``."""
+    import time
+
+    seconds: list[list[float]] = [[] for _ in calls]
+    for _ in range(repeats):
+        for i, call in enumerate(calls):
+            t0 = time.perf_counter()
+            call()
+            seconds[i].append(time.perf_counter() - t0)
+    return seconds
+
+
+def json_subprocess(cmd: Sequence[str], what: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON object a fresh process ``cmd`` prints on its last stdout line; exits with ``what`` and the
+    process's last error line when it fails."""
+    import subprocess
+
+    out = subprocess.run(list(cmd), capture_output=True, text=True, check=False, env=env)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise SystemExit(f"{what}: the fit failed: {last}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename (the library's atomic writer)."""
     from sigmabnn.io.atomic import atomic_write_text

@@ -30,15 +30,21 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS_DIR,
+    finish_metadata,
+    json_subprocess,
+    markdown_table,
+    run_metadata,
+    time_interleaved,
+    write,
+)
 
 LEVELS = (1, 2, 3)
 #: ``(architecture, rows, chains)`` of the kernel cells.
@@ -90,33 +96,22 @@ def kernel_cell(arch: str, rows: int, chains: int, dtype: str) -> list[dict[str,
         t0 = time.perf_counter()
         compiled[level] = jax.jit(jax.vmap(leapfrogs), compiler_options=options).lower(positions).compile()
         out.append({"arch": arch, "rows": rows, "chains": chains, "dtype": dtype, "level": level,
-                    "compile_seconds": time.perf_counter() - t0, "us_per_step": []})  # fmt: skip
-    for _ in range(REPEATS):
-        for rec in out:  # levels interleaved
-            t0 = time.perf_counter()
-            jax.block_until_ready(compiled[rec["level"]](positions))
-            rec["us_per_step"].append(1e6 * (time.perf_counter() - t0) / STEPS)
-    for rec in out:
+                    "compile_seconds": time.perf_counter() - t0})  # fmt: skip
+    calls = [lambda level=rec["level"]: jax.block_until_ready(compiled[level](positions)) for rec in out]
+    for rec, seconds in zip(out, time_interleaved(calls, REPEATS), strict=True):  # levels interleaved
+        rec["us_per_step"] = [1e6 * t / STEPS for t in seconds]
         rec["us_per_step_median"] = float(statistics.median(rec["us_per_step"]))
     return out
 
 
 def fit_cell(name: str) -> dict[str, Any]:
     """One default fit of table ``name`` in this process (the level comes from the environment)."""
-    from defaults import load_table
+    from defaults import timed_default_fit
     from sigmabnn import compiler
-    from sigmabnn.api import fit
 
-    table = load_table(name, with_test=False)
-    with tempfile.TemporaryDirectory(prefix="sigmabnn_level_") as tmp:
-        path = Path(tmp) / "table.csv"
-        table.train.to_csv(path, index=False)
-        t0 = time.perf_counter()
-        _, report = fit(str(path), "y")
-        seconds = time.perf_counter() - t0
-    j = report.to_json()
+    rows, seconds, j = timed_default_fit(name)
     sampler = j.get("sampler") or {}
-    return {"table": name, "rows": len(table.train), "level": compiler.OPTIMIZATION_LEVEL, "seconds": seconds,
+    return {"table": name, "rows": rows, "level": compiler.OPTIMIZATION_LEVEL, "seconds": seconds,
             **{k: (j.get("timings") or {}).get(f"{k}_seconds") for k in ("map", "sample", "metrics")},
             "grad_evals_per_chain": sampler.get("num_grad_evals", 0) / max(1, len(sampler.get("acceptance") or [1])),
             "load_average": list(os.getloadavg())}  # fmt: skip
@@ -125,12 +120,7 @@ def fit_cell(name: str) -> dict[str, Any]:
 def run_fit(name: str, level: int) -> dict[str, Any]:
     """:func:`fit_cell` in a fresh process at ``level``."""
     env = {**os.environ, "SIGMABNN_XLA_OPT_LEVEL": str(level)}
-    cmd = [sys.executable, __file__, "--fit-cell", name]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise SystemExit(f"{name} at level {level}: the fit failed: {last}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json_subprocess([sys.executable, __file__, "--fit-cell", name], f"{name} at level {level}", env)
 
 
 def fit_medians(fits: list[dict[str, Any]]) -> list[dict[str, Any]]:

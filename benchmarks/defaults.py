@@ -241,6 +241,21 @@ def load_table(name: str, with_test: bool = True) -> Table:
     raise ValueError(f"unknown table {name!r}; choose from {', '.join((*BATTERY, *SCALING))}")
 
 
+def timed_default_fit(name: str) -> tuple[int, float, dict[str, Any]]:
+    """``(rows, seconds, report JSON)`` of ``sigmabnn.api.fit(path, "y")``, the default fit, on table ``name``'s
+    training rows in this process (seconds: the fit call, JAX compilation included)."""
+    from sigmabnn.api import fit
+
+    table = load_table(name, with_test=False)
+    with tempfile.TemporaryDirectory(prefix="sigmabnn_fit_") as tmp:
+        path = Path(tmp) / "table.csv"
+        table.train.to_csv(path, index=False)
+        t0 = time.perf_counter()
+        _, report = fit(str(path), "y")
+        seconds = time.perf_counter() - t0
+    return len(table.train), seconds, report.to_json()
+
+
 def validation_split(train: Any, seed: int = SEED) -> tuple[Any, Any]:
     """A table's training rows, split (seeded) into fit rows (80 %) and validation rows (20 %)."""
     n = len(train)

@@ -37,15 +37,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+import _results  # noqa: E402
 
 STEPS = 200
 REPEATS = 5
@@ -125,14 +123,11 @@ def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dic
         t0 = time.perf_counter()
         compiled[name] = jax.jit(jax.vmap(leapfrogs(grads[name]))).lower(positions).compile()
         out.append({"network": f"{inputs}-20-20-{outputs}", "head": head, "rows": rows, "chains": chains,
-                    "dtype": dtype, "layout": name, "compile_seconds": time.perf_counter() - t0, "ms_per_step": [],
+                    "dtype": dtype, "layout": name, "compile_seconds": time.perf_counter() - t0,
                     "max_rel_grad_diff": diff})  # fmt: skip
-    for _ in range(REPEATS):
-        for rec in out:  # layouts interleaved
-            t0 = time.perf_counter()
-            jax.block_until_ready(compiled[rec["layout"]](positions))
-            rec["ms_per_step"].append(1e3 * (time.perf_counter() - t0) / STEPS)
-    for rec in out:
+    calls = [lambda name=rec["layout"]: jax.block_until_ready(compiled[name](positions)) for rec in out]
+    for rec, seconds in zip(out, _results.time_interleaved(calls, REPEATS), strict=True):  # layouts interleaved
+        rec["ms_per_step"] = [1e3 * t / STEPS for t in seconds]
         rec["ms_per_step_median"] = float(statistics.median(rec["ms_per_step"]))
     first = out[0]["ms_per_step_median"]
     return [{**rec, "speedup_vs_points_first": first / rec["ms_per_step_median"]} for rec in out]
@@ -141,34 +136,21 @@ def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dic
 def fit_cell(name: str, layout: str) -> dict[str, Any]:
     """One default fit of table ``name`` in this process under ``layout``."""
     import sigmabnn.model.posterior as posterior
-    from defaults import load_table
-    from sigmabnn.api import fit
+    from defaults import timed_default_fit
 
     if layout == "points_first":
         posterior.forward = points_first
-    table = load_table(name, with_test=False)
-    with tempfile.TemporaryDirectory(prefix="sigmabnn_layout_") as tmp:
-        path = Path(tmp) / "table.csv"
-        table.train.to_csv(path, index=False)
-        t0 = time.perf_counter()
-        _, report = fit(str(path), "y")
-        seconds = time.perf_counter() - t0
-    j = report.to_json()
+    rows, seconds, j = timed_default_fit(name)
     timings = j.get("timings") or {}
     steps = (j.get("sampler") or {}).get("mean_integration_steps")
-    return {"table": name, "rows": len(table.train), "layout": layout, "seconds": seconds,
+    return {"table": name, "rows": rows, "layout": layout, "seconds": seconds,
             "sample_seconds": timings.get("sample_seconds"), "mean_integration_steps": steps,
             "load_average": [round(v, 2) for v in os.getloadavg()]}  # fmt: skip
 
 
 def run_fit(name: str, layout: str) -> dict[str, Any]:
     """:func:`fit_cell` in a fresh process."""
-    cmd = [sys.executable, __file__, "--fit-cell", f"{name}:{layout}"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise SystemExit(f"{name} ({layout}): the fit failed: {last}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _results.json_subprocess([sys.executable, __file__, "--fit-cell", f"{name}:{layout}"], f"{name} ({layout})")
 
 
 def fit_rounds(tables: list[str]) -> list[dict[str, Any]]:
@@ -217,15 +199,15 @@ def markdown(meta: dict[str, Any], records: list[dict[str, Any]], fits: list[dic
         f"{statistics.median(speedups):.2f}x, range {min(speedups):.2f}x to {max(speedups):.2f}x; "
         f"{len(slower)} cells slower.\n\n",
         f"## Leapfrog loops ({STEPS} steps, chains vmapped; median of {REPEATS} runs, layouts interleaved)\n\n",
-        markdown_table(records, COLUMNS),
+        _results.markdown_table(records, COLUMNS),
         *([f"\n## Default fits (fresh process each, compilation included; {FIT_ROUNDS} rounds, layouts "
-           "alternating)\n\n", fit_summary(fits), "\n", markdown_table(fits, FIT_COLUMNS)] if fits else []),
+           "alternating)\n\n", fit_summary(fits), "\n", _results.markdown_table(fits, FIT_COLUMNS)] if fits else []),
     ])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument("--out", type=Path, default=_results.RESULTS_DIR, help="results directory")
     p.add_argument("--smoke", action="store_true", help="two small cells, one repeat (a test's check)")
     p.add_argument("--fit-tables", default="", help="comma-separated defaults tables to fit under both layouts")
     p.add_argument("--fit-cell", help=argparse.SUPPRESS)
@@ -237,12 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     cells = CELLS
     if args.smoke:
         REPEATS, STEPS, cells = 1, 5, CELLS[:1]
-    meta = run_metadata("benchmarks/train_layout.py")
+    meta = _results.run_metadata("benchmarks/train_layout.py")
     records = [rec for c in cells for head in HEADS for rec in cell(*c, head)]
     fits = fit_rounds([t for t in args.fit_tables.split(",") if t])
-    meta = finish_metadata(meta)
+    meta = _results.finish_metadata(meta)
     out = {"meta": meta, "records": records, "fits": fits}
-    write(args.out / "train_layout.json", out, markdown(meta, records, fits))
+    _results.write(args.out / "train_layout.json", out, markdown(meta, records, fits))
     return 0
 
 
