@@ -208,7 +208,11 @@ def markdown(meta: dict[str, Any], records: list[dict[str, Any]], fits: list[dic
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=_results.RESULTS_DIR, help="results directory")
-    p.add_argument("--smoke", action="store_true", help="the first cell (both heads), 5 steps, one run: a quick check of the script")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the first cell (both heads), 5 steps, one run: a quick check of the script",
+    )
     p.add_argument("--fit-tables", default="", help="comma-separated defaults tables to fit under both layouts")
     p.add_argument("--fit-cell", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
