@@ -433,11 +433,12 @@ def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_on
     assert small.calibration is None and "at least 20 rows" in small.diagnostics["recalibration_skipped"]
     off, _ = fit(_plane(80, 2), "y", progress=False, recalibrate=False, **QUICK_MCMC)
     assert off.calibration is None and "recalibration_skipped" not in off.diagnostics
-    none, _ = fit(_plane(80, 2), "y", progress=False, **{**QUICK_MCMC, "split": (1.0, 0.0, 0.0)})  # no validation rows
+    # 64 rows: the 64 training rows of the fits above, so these two reuse their compiled functions
+    none, _ = fit(_plane(64, 2), "y", progress=False, **{**QUICK_MCMC, "split": (1.0, 0.0, 0.0)})  # no validation rows
     assert none.calibration is None and "got 0" in none.diagnostics["recalibration_skipped"]
-    # no split given: the 8 validation rows, too few to recalibrate on, train the model instead
-    auto, auto_report = fit(_plane(80, 2), "y", progress=False, **{k: v for k, v in QUICK_MCMC.items() if k != "split"})
-    assert (auto_report.data.train, auto_report.data.val) == (80, 0)
+    # no split given: the few validation rows, too few to recalibrate on, train the model instead
+    auto, auto_report = fit(_plane(64, 2), "y", progress=False, **{k: v for k, v in QUICK_MCMC.items() if k != "split"})
+    assert (auto_report.data.train, auto_report.data.val) == (64, 0)
     assert auto.calibration is None and "trained the model" in auto.diagnostics["recalibration_skipped"]
 
 
@@ -447,7 +448,9 @@ def test_cli_train_says_whether_the_intervals_were_recalibrated(tmp_path, capsys
     quick = ["--chains", "2", "--warmup", "40", "--draws", "20", "--map-steps", "200", "--target", "y"]
     assert main(["train", str(data), *quick, "--out", str(tmp_path / "a.model")]) == 0
     assert "intervals: not recalibrated: no validation rows: fewer than 20" in capsys.readouterr().out
-    assert main(["train", str(data), *quick, "--split", "0.9,0.1,0", "--out", str(tmp_path / "s.model")]) == 0
+    split = tmp_path / "plane89.csv"  # 80 training rows and 9 validation rows: the first fit's shapes, no recompiling
+    _plane(89, 3).to_csv(split, index=False)
+    assert main(["train", str(split), *quick, "--split", "0.9,0.1,0", "--out", str(tmp_path / "s.model")]) == 0
     assert "intervals: not recalibrated: recalibration needs at least 20 rows" in capsys.readouterr().out
     assert main(["train", str(data), *quick, "--no-recalibrate", "--out", str(tmp_path / "b.model")]) == 0
     assert "intervals:" not in capsys.readouterr().out and load_model(tmp_path / "b.model").calibration is None
