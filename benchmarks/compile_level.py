@@ -65,7 +65,7 @@ def kernel_cell(arch: str, rows: int, chains: int, dtype: str) -> list[dict[str,
     import jax.numpy as jnp
     import numpy as np
 
-    from core_gradient import make_bnn
+    from core_gradient import leapfrog_loop, make_bnn
     from sigmabnn.model import Data
     from sigmabnn.model.mlp import flatten, init_params
 
@@ -79,16 +79,7 @@ def kernel_cell(arch: str, rows: int, chains: int, dtype: str) -> list[dict[str,
     keys = jax.random.split(jax.random.PRNGKey(0), chains)
     positions = jnp.stack([flatten(init_params(k, bnn.mlp, bnn.jdtype)) for k in keys])
     value_and_grad = jax.value_and_grad(lambda p: bnn.log_posterior(p, hyper, data))
-
-    def leapfrogs(p):
-        def body(_, s):
-            q, m, g = s
-            m = m + 0.0005 * g
-            q = q + 0.001 * m
-            g = value_and_grad(q)[1]
-            return q, m + 0.0005 * g, g
-
-        return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), value_and_grad(p)[1]))[0]
+    leapfrogs = leapfrog_loop(lambda q: value_and_grad(q)[1], STEPS)
 
     compiled, out = {}, []
     for level in LEVELS:

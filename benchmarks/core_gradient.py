@@ -37,6 +37,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +83,24 @@ def evenly_spaced_rows(x: np.ndarray, y: np.ndarray, rows: int | None) -> tuple[
 
 def make_bnn(arch: str, dtype: str) -> BNN:
     return BNN(parse_architecture(arch, "tanh"), GaussianPrior(1.0, 1.0), Gaussian(100.0), dtype=dtype)
+
+
+def leapfrog_loop(grad: Any, steps: int) -> Any:
+    """``p -> q``: ``steps`` leapfrog steps of ``grad`` (the log-posterior's gradient) from ``p`` with zero
+    momentum, unit mass and step size 0.001, as one ``fori_loop``: the cell that ``compile_level.py`` and
+    ``train_layout.py`` compile and time (vmapped over chains)."""
+
+    def run(p: Any) -> Any:
+        def body(_: Any, s: Any) -> Any:
+            q, m, g = s
+            m = m + 0.0005 * g
+            q = q + 0.001 * m
+            g = grad(q)
+            return q, m + 0.0005 * g, g
+
+        return jax.lax.fori_loop(0, steps, body, (p, jnp.zeros_like(p), grad(p)))[0]
+
+    return run
 
 
 def time_gradient(x: np.ndarray, y: np.ndarray, arch: str, dtype: str, reps: int) -> float:

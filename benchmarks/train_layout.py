@@ -38,6 +38,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -74,12 +75,17 @@ def points_first(mlp: Any, params: Any, x: Any) -> Any:
     return h
 
 
+#: Where ``--smoke`` writes, unless ``--out`` says otherwise: not the committed results.
+SMOKE_DIR = Path(tempfile.gettempdir()) / "sigmabnn_train_layout_smoke"
+
+
 def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dict[str, Any]]:
     """Compile the leapfrog loop of one cell under both layouts and time them interleaved."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
+    from core_gradient import leapfrog_loop
     from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticStudentT
     from sigmabnn.model.mlp import flatten, forward, init_params, parse_architecture
     from sigmabnn.model.posterior import BNN
@@ -102,26 +108,13 @@ def cell(inputs: int, rows: int, chains: int, dtype: str, head: str) -> list[dic
 
         return fn
 
-    def leapfrogs(grad: Any) -> Any:
-        def run(p: Any) -> Any:
-            def body(_: Any, s: Any) -> Any:
-                q, m, g = s
-                m = m + 0.0005 * g
-                q = q + 0.001 * m
-                g = grad(q)
-                return q, m + 0.0005 * g, g
-
-            return jax.lax.fori_loop(0, STEPS, body, (p, jnp.zeros_like(p), grad(p)))[0]
-
-        return run
-
     grads = {name: jax.grad(log_posterior(net)) for name, net in nets.items()}
     start = {name: np.asarray(jax.jit(jax.vmap(g))(positions), np.float64) for name, g in grads.items()}
     diff = float(np.max(np.abs(start["points_last"] - start["points_first"])) / np.max(np.abs(start["points_first"])))
     out, compiled = [], {}
     for name in LAYOUTS:
         t0 = time.perf_counter()
-        compiled[name] = jax.jit(jax.vmap(leapfrogs(grads[name]))).lower(positions).compile()
+        compiled[name] = jax.jit(jax.vmap(leapfrog_loop(grads[name], STEPS))).lower(positions).compile()
         out.append({"network": f"{inputs}-20-20-{outputs}", "head": head, "rows": rows, "chains": chains,
                     "dtype": dtype, "layout": name, "compile_seconds": time.perf_counter() - t0,
                     "max_rel_grad_diff": diff})  # fmt: skip
@@ -207,11 +200,11 @@ def markdown(meta: dict[str, Any], records: list[dict[str, Any]], fits: list[dic
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=_results.RESULTS_DIR, help="results directory")
+    p.add_argument("--out", type=Path, help=f"results directory (default {_results.RESULTS_DIR}; --smoke: {SMOKE_DIR})")
     p.add_argument(
         "--smoke",
         action="store_true",
-        help="the first cell (both heads), 5 steps, one run: a quick check of the script",
+        help="the first cell (both heads), 5 steps, one run: a check of the script that leaves the results alone",
     )
     p.add_argument("--fit-tables", default="", help="comma-separated defaults tables to fit under both layouts")
     p.add_argument("--fit-cell", help=argparse.SUPPRESS)
@@ -228,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     fits = fit_rounds([t for t in args.fit_tables.split(",") if t])
     meta = _results.finish_metadata(meta)
     out = {"meta": meta, "records": records, "fits": fits}
-    _results.write(args.out / "train_layout.json", out, markdown(meta, records, fits))
+    out_dir = args.out or (SMOKE_DIR if args.smoke else _results.RESULTS_DIR)
+    _results.write(out_dir / "train_layout.json", out, markdown(meta, records, fits))
     return 0
 
 
