@@ -356,6 +356,21 @@ def test_the_rule_picks_the_best_ll_among_candidates_that_meet_the_time_goal_eve
     assert bench.choose([], 2) is None
 
 
+def test_an_exploratory_entry_is_summarised_and_shown_but_never_chosen(bench):
+    """``default-lbfgs1000`` runs beside the candidates (``--phase validate``'s default methods) and is not one."""
+    assert "default-lbfgs1000" in bench.EXPLORATORY and "default-lbfgs1000" in bench.VALIDATE_METHODS
+    assert "default-lbfgs1000" not in bench.CANDIDATES
+    assert bench.fit_kwargs("default-lbfgs1000", 2, 100, False) == {"map": {"lbfgs_steps": 1000}}
+    records = [
+        rec("a", "chees-map", phase="validate", test_ll=1.0, seconds=30.0),
+        rec("a", "default-lbfgs1000", phase="validate", test_ll=2.0, seconds=20.0),  # better and faster
+    ]
+    rows = {r["sampler"]: r for r in bench.validation_summary(records)}
+    assert rows["default-lbfgs1000"]["mean_ll_gap"] == 0.0 and not rows["default-lbfgs1000"]["chosen"]
+    assert [name for name, r in rows.items() if r["chosen"]] == ["chees-map"]
+    assert "| default-lbfgs1000 |" in bench.render_validation({"records": records, "runs": []})
+
+
 def test_the_rule_then_picks_the_chosen_samplers_best_calibrated_recalibration(bench):
     base = {"test_ll": 1.0, "seconds": 30.0}
     records = [
