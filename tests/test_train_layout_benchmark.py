@@ -19,7 +19,7 @@ def benchmarks_on_path(monkeypatch):
 
 
 def test_leapfrog_loop_is_the_leapfrog_integrator(benchmarks_on_path):
-    """On a harmonic oscillator (grad = -q) the loop equals a plain numpy leapfrog and conserves the energy."""
+    """On a harmonic oscillator (grad = -q) the loop equals a plain numpy leapfrog and follows the flow p cos t."""
     import jax.numpy as jnp
 
     core = load_benchmark("core_gradient")
