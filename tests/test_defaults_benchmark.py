@@ -371,6 +371,27 @@ def test_an_exploratory_entry_is_summarised_and_shown_but_never_chosen(bench):
     assert "| default-lbfgs1000 |" in bench.render_validation({"records": records, "runs": []})
 
 
+def test_the_polish_rule_adds_the_early_stopped_polish_only_when_better_on_time_and_as_calibrated(bench):
+    """``polish_step``: the early-stopped L-BFGS entry against the library's default, on every table."""
+    assert bench.POLISH_CANDIDATE in bench.EXPLORATORY and bench.POLISH_CANDIDATE not in bench.CANDIDATES
+    assert bench.fit_kwargs(bench.POLISH_CANDIDATE, 2, 100, False) == {
+        "map": {"lbfgs_steps": 1000, "lbfgs_patience": 100}
+    }
+    name = bench.POLISH_CANDIDATE
+
+    def verdict(ll, seconds=20.0, tables=("a", "b")):
+        records = [rec(t, "sigmabnn", phase="validate", test_ll=1.0, seconds=20.0) for t in ("a", "b")]
+        records += [rec(t, name, phase="validate", test_ll=ll, seconds=seconds) for t in tables]
+        return bench.polish_step(bench.validation_summary(records), 2), records
+
+    better, records = verdict(1.1)
+    assert better is True and "Verdict: **add it**" in bench.render_validation({"records": records, "runs": []})
+    assert verdict(0.9)[0] is False  # less accurate
+    assert verdict(1.1, seconds=61.0)[0] is False  # over the time goal
+    assert verdict(1.1, tables=("a",))[0] is False  # not run on every table
+    assert bench.polish_step(bench.validation_summary(records[:2]), 2) is None  # the polish not run
+
+
 def test_the_rule_then_picks_the_chosen_samplers_best_calibrated_recalibration(bench):
     base = {"test_ll": 1.0, "seconds": 30.0}
     records = [

@@ -226,6 +226,53 @@ def test_lbfgs_polish_lowers_a_neural_network_objective():
     assert np.all(info.polished)
 
 
+def test_a_patient_polish_without_validation_rows_is_the_whole_polish_run_in_chunks():
+    """Without validation rows the monitored loss is the training objective, which L-BFGS's line search only
+    lowers: every chunk improves it, no start stops early, and the chunked run (``lbfgs_patience``) ends at the
+    point of the single scan, iteration by iteration."""
+    data = linear_data(n=200)
+    data = Data(data.x, jnp.tanh(2 * data.y))
+    bnn = BNN(parse_architecture("3-10-1"), GaussianPrior(1.0, 1.0), Gaussian(1000.0))
+    hyper = bnn.default_hyperparameters()
+    adam = MAPConfig(learning_rate=0.01, num_steps=300, patience=None, lbfgs_steps=60)
+    key = jax.random.PRNGKey(2)
+    whole, info_whole = pretrain_map(key, bnn, data, hyper, adam, num_starts=2)
+    chunked, info = pretrain_map(key, bnn, data, hyper, adam._replace(lbfgs_patience=20, eval_every=20), num_starts=2)
+    np.testing.assert_allclose(np.asarray(chunked), np.asarray(whole), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(info.polish_loss_history, info_whole.polish_loss_history, rtol=1e-9)
+    assert info.polish_loss_history.shape == (2, 60) and info.polished.all()
+    assert info.num_grad_evals == info_whole.num_grad_evals
+
+
+def test_a_patient_polish_stops_where_the_validation_loss_stops_falling():
+    """A network fitted to few noisy rows with a tiny noise scale: Adam early-stopped on the validation rows,
+    L-BFGS then overfits the training rows. The patient polish keeps the best validation point it saw (never
+    worse than Adam's, its ``val_loss`` that of the returned point) and stops each start within
+    ``lbfgs_patience`` iterations (rounded up to whole chunks of ``eval_every``) of its last improvement,
+    so it computes fewer gradients."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(60, 3))
+    y = np.sin(x @ np.array([1.0, -2.0, 0.5]))[:, None] + 0.3 * rng.normal(size=(60, 1))
+    data, val = Data(jnp.asarray(x[:30]), jnp.asarray(y[:30])), Data(jnp.asarray(x[30:]), jnp.asarray(y[30:]))
+    bnn = BNN(parse_architecture("3-20-1"), GaussianPrior(0.1, 0.1), Gaussian(100.0))
+    hyper = bnn.default_hyperparameters()
+    adam = MAPConfig(learning_rate=0.01, num_steps=400, patience=100, eval_every=10)
+    key = jax.random.PRNGKey(3)
+    _, info_adam = pretrain_map(key, bnn, data, hyper, adam, val, num_starts=3)
+    full = adam._replace(lbfgs_steps=400)
+    _, info_full = pretrain_map(key, bnn, data, hyper, full, val, num_starts=3)
+    polished, info = pretrain_map(key, bnn, data, hyper, full._replace(lbfgs_patience=30), val, num_starts=3)
+    assert np.all(info.val_loss <= info_adam.val_loss)
+    val_nll = -np.asarray(jax.vmap(lambda p: bnn.log_likelihood(p, hyper, val))(polished)) / 30
+    np.testing.assert_allclose(info.val_loss, val_nll, rtol=1e-9)
+    hist = info.polish_loss_history
+    stopped_at = np.isfinite(hist).sum(axis=1)
+    assert np.all(stopped_at < 400) and np.all(stopped_at >= 30) and np.all(stopped_at % 10 == 0)  # whole chunks
+    assert info.num_grad_evals < info_full.num_grad_evals
+    with pytest.raises(ValueError, match="lbfgs_patience"):
+        pretrain_map(key, bnn, data, hyper, full._replace(lbfgs_patience=0), val)
+
+
 def test_lbfgs_needs_the_full_batch():
     data = linear_data()
     bnn = BNN(parse_architecture("3-1"), GaussianPrior(2.0, 0.5), Gaussian(100.0))

@@ -29,6 +29,9 @@ slowly where the objective is ill-conditioned (data with tiny noise, e.g.
 the UCI naval set, where 1,000 L-BFGS iterations after 4,000 Adam steps fit
 more precisely than 40,000 Adam steps). The polished point is kept only when
 its log-posterior is finite and its monitored loss is no higher than Adam's.
+With ``lbfgs_patience`` the polish is early-stopped like Adam: the monitored
+loss is checked every ``eval_every`` iterations, the best point so far kept,
+and a start stops after ``lbfgs_patience`` iterations without improvement.
 
 A start whose log-posterior is non-finite (at its initial point, or at the
 end of its optimisation) is restarted from a fresh random draw, at most
@@ -93,6 +96,12 @@ class MAPConfig(NamedTuple):
             on the full-batch objective (0: none). Each iteration costs one
             gradient plus its line search's extra ones. Full batch only.
         lbfgs_memory: L-BFGS history length (pairs of steps and gradient changes).
+        lbfgs_patience: ``None``: all ``lbfgs_steps`` iterations run and the end point replaces the
+            Adam point when its monitored loss is not higher. Else the monitored loss is checked every
+            ``eval_every`` iterations, the point with the lowest is kept, and a start's polish stops
+            after this many iterations without a lower one: L-BFGS on the training objective
+            overfits where Adam's early stopping found the validation loss's minimum, and there it
+            stops within ``lbfgs_patience + eval_every`` iterations.
     """
 
     learning_rate: float = 1e-2
@@ -106,6 +115,7 @@ class MAPConfig(NamedTuple):
     final_learning_rate: float | None = None
     lbfgs_steps: int = 0
     lbfgs_memory: int = 10
+    lbfgs_patience: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Every field, JSON-able (what a checkpoint records; :meth:`from_json` reads it back)."""
@@ -148,8 +158,9 @@ class MAPInfo(NamedTuple):
         num_grad_evals: gradient evaluations computed, all starts and attempts
             (stopped starts keep being evaluated until every start in their batch has stopped),
             L-BFGS iterations and line-search steps included.
-        polish_loss_history: ``[num_starts, lbfgs_steps]`` training objective L (nats) at every
-            L-BFGS iteration, or ``None`` without polishing.
+        polish_loss_history: ``[num_starts, iterations run]`` training objective L (nats) at every
+            L-BFGS iteration (``lbfgs_steps`` of them without ``lbfgs_patience``; NaN after a start's
+            polish stopped), or ``None`` without polishing.
         polished: ``[num_starts]`` whether the L-BFGS point replaced the Adam point, or ``None``.
         rounds: ``[r, 2]`` int64, for the first round of starts and each round of restarts: the
             steps the vmapped Adam loop ran and the starts it ran (it computed their product in
@@ -292,6 +303,8 @@ def _validate(config: MAPConfig, n: int, num_starts: int) -> None:
         raise ValueError(
             f"MAP lbfgs_steps must be >= 0 and lbfgs_memory >= 1, got {config.lbfgs_steps}, {config.lbfgs_memory}"
         )
+    if config.lbfgs_patience is not None and config.lbfgs_patience < 1:
+        raise ValueError(f"MAP lbfgs_patience must be >= 1 or None, got {config.lbfgs_patience}")
     if config.lbfgs_steps > 0 and (config.batch_size is not None and config.batch_size < n):
         raise ValueError("MAP lbfgs_steps needs the full batch (batch_size None or >= the number of rows)")
     if config.patience is not None and config.patience < 1:
@@ -470,37 +483,63 @@ def merge_map_infos(pieces: Sequence[MAPInfo]) -> MAPInfo:
 def _build_polisher(bnn, data, hyper, config, val_data):
     """L-BFGS from each start; returns ``polish(positions [k, d]) -> (positions, history, kept, evals, monitored)``.
 
-    ``kept [k]`` marks the starts whose polished point replaced the given one (finite log-posterior, monitored
-    loss not higher); ``monitored [k]`` is the monitored loss (nats per point) of the returned points.
+    Without ``config.lbfgs_patience`` the ``lbfgs_steps`` iterations run as one ``lax.scan`` and a start keeps
+    its end point when that is finite and its monitored loss is not higher than the given point's. With it, the
+    iterations run in chunks of ``eval_every``; after each chunk a start keeps the point if its monitored loss is
+    the lowest so far (not higher), and stops once ``lbfgs_patience`` iterations passed without a strictly lower
+    one; the loop ends when every start has stopped. ``history [k, iterations run]`` is the objective at each
+    iteration (NaN after a start stopped); ``kept [k]`` marks the starts whose returned point is a polished one;
+    ``monitored [k]`` is the monitored loss (nats per point) of the returned points.
     """
     full = _objective(bnn, hyper)
     objective, monitor = (lambda position: full(position, data, 1.0)), _monitor(bnn, hyper, data, val_data)
     solver = optax.lbfgs(memory_size=config.lbfgs_memory)
     value_and_grad = optax.value_and_grad_from_state(objective)
+    total, patience = config.lbfgs_steps, config.lbfgs_patience
+    chunk = total if patience is None else min(config.eval_every, total)
 
-    def one(position):
-        def body(carry, _):
+    def chunk_one(position, state, step0):
+        def body(carry, i):
             pos, st = carry
             value, grad = value_and_grad(pos, state=st)
             updates, st_new = solver.update(grad, st, pos, value=value, grad=grad, value_fn=objective)
             pos_new = optax.apply_updates(pos, updates)
-            ok = jnp.all(jnp.isfinite(pos_new))  # a failed line search must not poison the carry
+            # a failed line search must not poison the carry; iterations past the budget change nothing
+            ok = jnp.all(jnp.isfinite(pos_new)) & (step0 + i < total)
             pos = jnp.where(ok, pos_new, pos)
             st = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), st_new, st)
             steps = optax.tree_utils.tree_get(st_new, "num_linesearch_steps")
             return (pos, st), (value, steps)
 
-        (end, _), (values, steps) = jax.lax.scan(body, (position, solver.init(position)), length=config.lbfgs_steps)
-        before, after = monitor(position), monitor(end)
-        keep = jnp.isfinite(after) & jnp.isfinite(objective(end)) & (after <= before)
-        return jnp.where(keep, end, position), values, keep, jnp.sum(steps), jnp.where(keep, after, before)
+        (end, state), (values, steps) = jax.lax.scan(body, (position, state), jnp.arange(chunk))
+        after = jnp.where(jnp.isfinite(objective(end)), monitor(end), jnp.nan)
+        return end, state, values, jnp.sum(steps), after
 
-    run = compiler.jit(jax.vmap(one))
+    start_all = compiler.jit(jax.vmap(lambda p: (solver.init(p), monitor(p))))
+    chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, None)))
 
     def polish(positions):
-        out, values, keep, steps, monitored = run(positions)
-        evals = positions.shape[0] * config.lbfgs_steps + int(np.asarray(steps).sum())
-        return out, np.asarray(values), np.asarray(keep), evals, np.asarray(monitored)
+        states, before = start_all(positions)
+        best_loss, best_pos = np.asarray(before).copy(), np.asarray(positions)  # picked on the host: no eager ops
+        k = positions.shape[0]
+        kept, since, stop = np.zeros(k, bool), np.zeros(k, np.int64), np.full(k, -1)
+        values, evals, end = [], 0, positions
+        for step0 in range(0, total, chunk):
+            end, states, chunk_values, steps, after = chunk_all(end, states, jnp.asarray(step0))
+            run = min(chunk, total - step0)
+            after, active = np.asarray(after), stop < 0
+            evals += k * run + int(np.asarray(steps).sum())
+            values.append(np.where(active[:, None], np.asarray(chunk_values)[:, :run], np.nan))
+            better = active & np.isfinite(after) & (after <= best_loss)
+            since = np.where(active & np.isfinite(after) & (after < best_loss), 0, since + run)
+            best_pos = np.where(better[:, None], np.asarray(end), best_pos)
+            best_loss, kept = np.where(better, after, best_loss), kept | better
+            if patience is not None:
+                stop[active & (since >= patience)] = step0 + run
+            interrupts.raise_if_pending()  # a signal whose exception was swallowed (sigmabnn.interrupts)
+            if np.all(stop >= 0):
+                break
+        return jnp.asarray(best_pos), np.concatenate(values, axis=1), kept, evals, best_loss
 
     return polish
 
