@@ -372,24 +372,43 @@ def test_an_exploratory_entry_is_summarised_and_shown_but_never_chosen(bench):
 
 
 def test_the_polish_rule_adds_the_early_stopped_polish_only_when_better_on_time_and_as_calibrated(bench):
-    """``polish_step``: the early-stopped L-BFGS entry against the library's default, on every table."""
-    assert bench.POLISH_CANDIDATE in bench.EXPLORATORY and bench.POLISH_CANDIDATE not in bench.CANDIDATES
-    assert bench.fit_kwargs(bench.POLISH_CANDIDATE, 2, 100, False) == {
-        "map": {"lbfgs_steps": 1000, "lbfgs_patience": 100}
-    }
-    name = bench.POLISH_CANDIDATE
+    """``polish_step``: a polish entry against the library's default, on every table; the rendered verdict also
+    needs the time projected to the whole training rows within the goal."""
+    name = "default-lbfgs-es"
+    assert set(bench.POLISH_CANDIDATES) <= set(bench.EXPLORATORY) and not set(bench.POLISH_CANDIDATES) & set(
+        bench.CANDIDATES
+    )
+    assert bench.fit_kwargs(name, 2, 100, False) == {"map": {"lbfgs_steps": 1000, "lbfgs_patience": 100}}
 
     def verdict(ll, seconds=20.0, tables=("a", "b")):
         records = [rec(t, "sigmabnn", phase="validate", test_ll=1.0, seconds=20.0) for t in ("a", "b")]
         records += [rec(t, name, phase="validate", test_ll=ll, seconds=seconds) for t in tables]
-        return bench.polish_step(bench.validation_summary(records), 2), records
+        return bench.polish_step(bench.validation_summary(records), 2, name), records
 
     better, records = verdict(1.1)
-    assert better is True and "Verdict: **add it**" in bench.render_validation({"records": records, "runs": []})
+    page = bench.render_validation({"records": records, "runs": []})
+    assert better is True and f"- `{name}`: the rule's verdict **add it**" in page and ": **add it**" in page
     assert verdict(0.9)[0] is False  # less accurate
     assert verdict(1.1, seconds=61.0)[0] is False  # over the time goal
     assert verdict(1.1, tables=("a",))[0] is False  # not run on every table
-    assert bench.polish_step(bench.validation_summary(records[:2]), 2) is None  # the polish not run
+    assert bench.polish_step(bench.validation_summary(records[:2]), 2, name) is None  # the polish not run
+    # 50 s on 500 rows is within the 60 s goal, but 62.6 s on the whole 625 training rows is not
+    slow, records = verdict(1.1, seconds=50.0)
+    assert slow is True and bench.projected_time_ratio(records[-1]) == pytest.approx(50.0 * 625 / 500 / 60.0)
+    assert "**not added**" in bench.render_validation({"records": records, "runs": []})
+
+
+def test_the_row_budgeted_polish_caps_its_iterations_by_the_rows_fit_trains_on(bench):
+    """``default-lbfgs-es-rows``: ``min(1000, 2**22 // rows)`` L-BFGS iterations, the rows those of fit's own
+    automatic split (90 % of a 10,000-row table: 9,000 -> 466 iterations)."""
+    import pandas as pd
+
+    name = "default-lbfgs-es-rows"
+    assert bench.fit_kwargs(name, 2, 100, False) == {"map": {"lbfgs_patience": 100, "lbfgs_steps": 1000}}
+    assert bench.fit_kwargs(name, 2, 8000, False)["map"]["lbfgs_steps"] == 2**22 // 8000 == 524
+    df = pd.DataFrame({"a": np.arange(10_000.0), "y": np.arange(10_000.0)})
+    rows = bench.fit_rows(name, df, False)
+    assert rows == 9000 and bench.fit_kwargs(name, 1, rows, False)["map"]["lbfgs_steps"] == 466
 
 
 def test_the_rule_then_picks_the_chosen_samplers_best_calibrated_recalibration(bench):

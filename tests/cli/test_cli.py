@@ -326,14 +326,23 @@ def test_train_map_options_reach_pretraining_and_the_model(workdir: Path, tmp_pa
 
     out = tmp_path / "map.model"
     argv = ["train", str(workdir / "train.csv"), "--target", "y", "--features", "a,b", *TINY, "-q"]
-    extra = ["--map-steps", "120", "--map-learning-rate", "0.02", "--map-lbfgs-steps", "15"]
+    extra = [
+        "--map-steps",
+        "120",
+        "--map-learning-rate",
+        "0.02",
+        "--map-lbfgs-steps",
+        "15",
+        "--map-lbfgs-patience",
+        "5",
+    ]
     assert main([*argv, *extra, "--out", str(out)]) == 0
     fitted = load_model(out)
     s = fitted.settings
     assert (s["map"], s["map_num_steps"], s["map_num_epochs"], s["map_learning_rate"], s["map_lbfgs_steps"]) == (
         True, 120, None, 0.02, 15,
     )  # fmt: skip
-    assert s["map_patience"] == 200  # the fields not given keep the default's values
+    assert s["map_lbfgs_patience"] == 5 and s["map_patience"] == 200  # the fields not given keep the default's
     # the MAP options are for MCMC starts: a one-line error elsewhere
     capsys.readouterr()
     assert main([*argv, "--method", "bbb", "--map-steps", "5", "--out", str(tmp_path / "bbb.model")]) == 2

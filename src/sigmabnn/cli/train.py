@@ -206,6 +206,13 @@ def _add_map_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="L-BFGS iterations polishing each start after Adam (default 0: none)",
     )
+    pre.add_argument(
+        "--map-lbfgs-patience",
+        type=common.positive_int,
+        metavar="N",
+        help="stop a start's L-BFGS polish after N iterations without a lower monitored loss, keeping its best "
+        "point (default: run every iteration, keep the end point when it is better)",
+    )
 
 
 def _add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -313,6 +320,8 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         pre["learning_rate"] = args.map_learning_rate
     if args.map_lbfgs_steps is not None:
         pre["lbfgs_steps"] = args.map_lbfgs_steps
+    if args.map_lbfgs_patience is not None:
+        pre["lbfgs_patience"] = args.map_lbfgs_patience
     if pre:
         if kwargs["method"] not in MCMC_METHODS:
             raise InputError(f"--map-* options set the MAP starts of MCMC methods, not of --method {kwargs['method']}")
