@@ -1580,19 +1580,26 @@ def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[s
     )
 
 
-def _polish_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:
-    """:func:`polish_step`'s verdict and the worst :func:`projected_time_ratio` of each polish entry that ran
-    beside the default ("" where none did)."""
+def polish_verdict(records: Sequence[dict[str, Any]], name: str) -> tuple[bool | None, bool, str]:
+    """Polish entry ``name`` on the validation ``records``: :func:`polish_step`'s verdict (``None``: not run
+    beside the default), whether it is added (that verdict and :func:`projected_time_ratio` <= 1 on every table),
+    and the worst projection as text (``"-"``: none)."""
     tables = _by_table(records, "validate")
+    verdict = polish_step(validation_summary(records), len(tables), name)
+    ratios = {t: projected_time_ratio(recs[name]) for t, recs in tables.items() if name in recs}
+    worst = max((t for t in ratios if ratios[t] is not None), key=lambda t: ratios[t], default=None)
+    projected = "-" if worst is None else f"{ratios[worst]:.2f} ({worst})"
+    add = bool(verdict) and worst is not None and all(r is not None and r <= 1.0 for r in ratios.values())
+    return verdict, add, projected
+
+
+def _polish_section(records: Sequence[dict[str, Any]]) -> str:
+    """:func:`polish_verdict` of each polish entry that ran beside the default ("" where none did)."""
     lines = []
     for name in POLISH_CANDIDATES:
-        verdict = polish_step(summary, len(tables), name)
+        verdict, add, projected = polish_verdict(records, name)
         if verdict is None:
             continue
-        ratios = {t: projected_time_ratio(recs[name]) for t, recs in tables.items() if name in recs}
-        worst = max((t for t in ratios if ratios[t] is not None), key=lambda t: ratios[t], default=None)
-        projected = "-" if worst is None else f"{ratios[worst]:.2f} ({worst})"
-        add = verdict and worst is not None and all(r is not None and r <= 1.0 for r in ratios.values())
         lines.append(
             f"- `{name}`: the rule's verdict **{'add it' if verdict else 'keep the default'}**; worst projected "
             f"time / goal {projected}: **{'add it' if add else 'not added'}**\n"
@@ -1605,7 +1612,10 @@ def _polish_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[st
         f"than `sigmabnn` and a mean abs(cov - nominal) at most {NOISE_COVERAGE_SLACK:g} larger; and (a check added "
         "after that run) when its time projected linearly to the table's whole training rows (`projected_time_ratio`: "
         "what a user and the test phase fit on, 1.25 times the rows here) is within the goal for those rows on every "
-        "table.\n\n" + "".join(lines) + "\n"
+        "table. The added entry's options are the library's (`sigmabnn.train.mcmc.CHEES_LBFGS_ROW_BUDGET`, "
+        "`CHEES_LBFGS_MAX_STEPS`, `CHEES_LBFGS_PATIENCE`: full-batch ChEES fits, up to 20,000 rows).\n\n"
+        + "".join(lines)
+        + "\n"
     )
 
 
@@ -1647,7 +1657,7 @@ def render_validation(data: dict[str, Any], name: str = "defaults_validation.jso
         "to the chosen candidate's options; the test phase "
         "(`defaults.md`) then scores it once.\n\n"
     )
-    parts.append(_polish_section(records, summary))
+    parts.append(_polish_section(records))
     parts.append(_numpyro_section(records, summary))
     parts.append(
         "## Candidates' options\n\nA candidate that names no `dtype` runs in float64; one that names no "

@@ -666,6 +666,24 @@ def test_row_rule_entries_count_the_rows_of_their_own_split(bench):
     assert bench.fit_rows("chees-within-8x125-rows-w-sauto", df.head(150), False) == 150  # < 20 val rows: all
 
 
+def test_the_library_polish_is_that_of_the_entry_the_committed_polish_run_added(bench):
+    """The default ChEES fit's L-BFGS polish is the options of the one polish entry the committed
+    ``defaults_lbfgs.json`` adds (:func:`polish_verdict`), at row counts around the budget's boundaries; above
+    20,000 rows (minibatch MAP starts) there is none."""
+    from sigmabnn.train.mcmc import default_config
+
+    records = json.loads((bench.RESULTS_DIR / "defaults_lbfgs.json").read_text())["records"]
+    added = [name for name in bench.POLISH_CANDIDATES if bench.polish_verdict(records, name)[1]]
+    assert added == ["default-lbfgs-es-rows"]
+    for n in (1, 100, 4194, 4195, 6421, 16_000, 20_000):
+        options = bench.fit_kwargs(added[0], 6, n, False)["map"]
+        config = default_config(n, 200, "chees").map
+        assert (config.lbfgs_steps, config.lbfgs_patience) == (options["lbfgs_steps"], options["lbfgs_patience"]), n
+    assert default_config(4195, 200, "chees").map.lbfgs_steps == 999  # 2**22 // 4195
+    assert default_config(20_001, 200, "chees").map.lbfgs_steps == 0
+    assert default_config(1000, 200, "nuts").map.lbfgs_steps == 0  # measured for ChEES only
+
+
 def test_the_library_row_rule_is_that_of_the_candidate_the_committed_validation_chose(bench):
     """The library's ChEES cap and warm-up are those of the candidate :func:`choose` picks from the committed
     ``defaults_validation.json``, at every row count around the rule's boundaries."""

@@ -164,6 +164,16 @@ CHEES_ROW_STEP_BUDGET = 2**18
 #: The budget that gives the deepest cap its longer warm-up (:func:`chees_num_warmup`): 600 iterations
 #: where that cap fits 2**17 rows x steps (up to 256 rows), 300 above, where a fit's steps cost more.
 CHEES_WARMUP_ROW_STEP_BUDGET = 2**17
+#: The default ChEES fit's L-BFGS polish of its MAP starts (full batch, up to 20,000 rows): at most
+#: ``CHEES_LBFGS_ROW_BUDGET // rows`` iterations (rows x iterations; 1000 up to 4,194 rows, 262 at 16,000),
+#: never more than :data:`CHEES_LBFGS_MAX_STEPS`, each start stopped after :data:`CHEES_LBFGS_PATIENCE`
+#: iterations without a lower validation loss (:attr:`sigmabnn.map.MAPConfig.lbfgs_patience`). Chosen on
+#: validation rows (``benchmarks/results/defaults_lbfgs.md``, candidate ``default-lbfgs-es-rows``).
+CHEES_LBFGS_ROW_BUDGET = 2**22
+#: The most L-BFGS iterations of the default ChEES fit's polish.
+CHEES_LBFGS_MAX_STEPS = 1000
+#: The default ChEES fit's polish stops a start after this many iterations without improvement.
+CHEES_LBFGS_PATIENCE = 100
 #: The deepest default ChEES cap (511 leapfrog steps), whatever the rows.
 CHEES_MAX_DEPTH_CAP = 9
 #: The default ChEES warm-up where the cap is the deepest: the longer trajectories start from the same
@@ -213,7 +223,9 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
       ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
       centred on each chain's own running mean (``chees_centre="within"``): chains from
       separate MAP starts sit in separate modes, and centred between them the criterion
-      stopped the trajectories short (:mod:`sigmabnn.mcmc.chees`);
+      stopped the trajectories short (:mod:`sigmabnn.mcmc.chees`); up to 20,000 rows its MAP starts
+      are polished by L-BFGS after Adam, ``min(1000, 2**22 // n_data)`` iterations early-stopped with
+      patience 100 (:data:`CHEES_LBFGS_ROW_BUDGET`);
     - the other kernels: 4 chains x 250 draws = 1000 networks (the thesis keeps 1000), no
       thinning; warm-up 500 iterations below 200 parameters, 1000 below 2000, else 1500
       (larger networks need longer slow windows to estimate the mass matrix and settle the
@@ -235,6 +247,9 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts") -> MCMCCo
         settings = {
             **CHEES_DEFAULTS, "max_tree_depth": chees_max_tree_depth(n_data), "num_warmup": chees_num_warmup(n_data)
         }  # fmt: skip
+        if n_data <= 20_000:
+            lbfgs_steps = min(CHEES_LBFGS_MAX_STEPS, CHEES_LBFGS_ROW_BUDGET // int(n_data))
+            map_config = map_config._replace(lbfgs_steps=lbfgs_steps, lbfgs_patience=CHEES_LBFGS_PATIENCE)
         return MCMCConfig(kernel="chees", thin=1, map=map_config, **settings)
     num_warmup = 500 if num_params < 200 else 1000 if num_params < 2000 else 1500
     return MCMCConfig(kernel=kernel, num_chains=4, num_warmup=num_warmup, num_samples=250, thin=1, map=map_config)
