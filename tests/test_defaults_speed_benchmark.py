@@ -65,6 +65,8 @@ def test_the_ratio_is_that_of_the_medians_and_the_draws_are_checked(speed):
     assert slow["ratio_of_medians"] == pytest.approx(99.0 / 21.0) and slow["met"] is False
     other = speed.summarise(_repeats([20.0], [100.0], rmse=0.3), _test_phase())["close"]
     assert other["same_draws"] is False  # NumPyro refitted other draws: these repeats time another fit
+    last_bits = speed.summarise(_repeats([20.0], [100.0], rmse=0.1 * (1 + 1e-15)), _test_phase())["close"]
+    assert last_bits["same_draws"] is True  # a float reduction's last bits on another day: the same draws
 
 
 def test_the_test_phase_judges_speed_on_the_repeats_of_the_same_draws(speed):
