@@ -681,6 +681,7 @@ def test_the_library_polish_is_that_of_the_entry_the_committed_polish_run_added(
         assert (config.lbfgs_steps, config.lbfgs_patience) == (options["lbfgs_steps"], options["lbfgs_patience"]), n
     assert default_config(4195, 200, "chees").map.lbfgs_steps == 999  # 2**22 // 4195
     assert default_config(20_001, 200, "chees").map.lbfgs_steps == 0
+    assert default_config(100, 200, "chees", validation=False).map.lbfgs_steps == 0  # nothing to stop on
     assert default_config(1000, 200, "nuts").map.lbfgs_steps == 0  # measured for ChEES only
 
 

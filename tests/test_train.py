@@ -90,6 +90,9 @@ def test_the_library_default_is_chees_from_map_starts_with_1000_networks():
         assert config.kernel == "chees" and config.num_chains * config.num_samples == 1000
         assert (config.num_warmup, config.max_tree_depth) == (warmup, depth)
         assert config.map == default_config(n, params, "chees").map
+        without_val = build_spec("y").mcmc_config(n, params, validation=False).map
+        assert without_val == default_config(n, params, "chees", validation=False).map
+        assert without_val.lbfgs_steps == 0 and (config.map.lbfgs_steps > 0) == (n <= 20_000)
     # a method or a chain count given explicitly keeps its own defaults
     nuts = build_spec("y", method="nuts").mcmc_config(100, 50)
     assert (nuts.kernel, nuts.num_chains, nuts.num_warmup, nuts.max_tree_depth) == ("nuts", 4, 500, 10)

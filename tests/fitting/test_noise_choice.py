@@ -84,6 +84,8 @@ def test_a_growing_noise_scale_chooses_the_scale_head():
     # the chains start from the choice's MAP fits: no second MAP pretraining, whose settings are still named
     assert report.timings.map_seconds < choice.seconds and fitted.settings["map"]
     assert report.model.architecture == "1-8-2"
+    # the default ChEES fit with validation rows polishes the starts with L-BFGS (the choice's fits included)
+    assert (fitted.settings["map_lbfgs_steps"], fitted.settings["map_lbfgs_patience"]) == (1000, 100)
     assert fitted.report.noise_choice == choice  # stored in the model's diagnostics and read back
 
 
@@ -97,7 +99,9 @@ def test_too_few_validation_rows_keep_the_gaussian_without_a_choice():
 def test_given_starts_choose_by_their_width():
     """An earlier fit's networks (an active-learning refit) keep that fit's noise model."""
     data = toy(120, 0, hetero=True)
-    first, _ = fit(data, "y", ["x"], likelihood="hetero_student_t", progress=False, **SMALL)
+    first, first_report = fit(data, "y", ["x"], likelihood="hetero_student_t", progress=False, **SMALL)
+    # 120 rows train on all of them: no validation rows to early-stop a polish on, so none is run
+    assert first_report.data.val == 0 and first.settings["map_lbfgs_steps"] == 0
     starts = np.asarray(first.draws.positions)[:, -1]
     again, report = fit(data, "y", ["x"], likelihood="auto", initial_positions=starts, progress=False, **SMALL)
     assert report.model.likelihood == "hetero_student_t" and report.noise_choice.val_log_density == {}

@@ -205,14 +205,14 @@ def _add_map_arguments(p: argparse.ArgumentParser) -> None:
         type=common.nonnegative_int,
         metavar="N",
         help="L-BFGS iterations polishing each start after Adam (default: min(1000, 2**22 // rows) for chees up "
-        "to 20,000 rows, else 0: none)",
+        "to 20,000 rows with validation rows, else 0: none)",
     )
     pre.add_argument(
         "--map-lbfgs-patience",
         type=common.positive_int,
         metavar="N",
         help="stop a start's L-BFGS polish after N iterations without a lower monitored loss, keeping its best "
-        "point (default: 100 for chees up to 20,000 rows; otherwise every iteration runs and the end point is "
+        "point (default: 100 where the polish is the default; every iteration runs and the end point is "
         "kept when it is better)",
     )
 

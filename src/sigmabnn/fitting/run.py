@@ -208,7 +208,7 @@ def _noise_model(
                 return NoiseChoiceSummary(name, {}, reason), chosen, initial_positions
         raise InputError(f"likelihood='auto': no noise model has {given} parameters, the width of the given starts")
     gauss = spec.with_likelihood("gaussian")
-    trainer = trainer_for(gauss, prepared.train.n, _num_params(gauss, prepared))
+    trainer = trainer_for(gauss, prepared.train.n, _num_params(gauss, prepared), prepared.val_data is not None)
     key = jax.random.fold_in(jax.random.key(spec.seed), NOISE_CHOICE_STREAM)
     map_config = trainer.config.map if trainer.config.map is not None else trainer.default_map
     t0 = time.perf_counter()
@@ -273,7 +273,7 @@ def run_fit(
     num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
     bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
                     spec.model.activation, spec.model.dtype)  # fmt: skip
-    trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp))
+    trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp), prepared.val_data is not None)
     if noise is not None and noise.val_log_density:  # the choice's MAP fits are the chains' starts
         trainer = MCMCTrainer(trainer.config, trainer.default_map, starts_fitted=True)
     starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))

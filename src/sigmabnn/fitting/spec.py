@@ -183,10 +183,11 @@ class FitSpec(NamedTuple):
         chose, when it chose)."""
         return self.is_classifier or self.model.likelihood in LEARNS_PRIOR_LIKELIHOODS
 
-    def mcmc_config(self, n_train: int, num_params: int) -> MCMCConfig:
-        """The MCMC config: :func:`~sigmabnn.train.default_config` for the problem size, then the options."""
+    def mcmc_config(self, n_train: int, num_params: int, validation: bool = True) -> MCMCConfig:
+        """The MCMC config: :func:`~sigmabnn.train.default_config` for the problem size (``validation``: the fit
+        has validation rows), then the options."""
         m = self.method
-        config = default_config(n_train, num_params, m.name)._replace(learn_noise=self.learns_noise)
+        config = default_config(n_train, num_params, m.name, validation)._replace(learn_noise=self.learns_noise)
         if self.is_classifier:  # its default: the prior precisions Gibbs-sampled (CLASSIFIER_LEARNS_PRIOR)
             config = config._replace(learn_prior=CLASSIFIER_LEARNS_PRIOR)
         elif m.name in AUTO_PRIOR_METHODS:  # the default fit's: learn_prior="auto" unless told otherwise

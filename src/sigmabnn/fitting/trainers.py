@@ -270,12 +270,13 @@ def ensemble_summary(info: EnsembleInfo) -> EnsembleSummary:
     )
 
 
-def trainer_for(spec: FitSpec, n_train: int, num_params: int) -> Trainer:
-    """The trainer of ``spec``'s method, its config scaled to ``n_train`` rows and ``num_params`` weights."""
+def trainer_for(spec: FitSpec, n_train: int, num_params: int, validation: bool = True) -> Trainer:
+    """The trainer of ``spec``'s method, its config scaled to ``n_train`` rows and ``num_params`` weights
+    (``validation``: the fit has validation rows)."""
     name = spec.method.name
     if name in MCMC_METHODS:
         default_map = default_config(n_train, num_params).map
-        return MCMCTrainer(spec.mcmc_config(n_train, num_params), default_map)
+        return MCMCTrainer(spec.mcmc_config(n_train, num_params, validation), default_map)
     if name in ENSEMBLE_METHODS:
         return EnsembleTrainer(spec.ensemble_config())
     return VITrainer(spec.vi_config())
