@@ -315,3 +315,31 @@ def test_take_skips_the_gather_when_every_row_is_kept():
     a = jnp.arange(12.0).reshape(4, 3)
     assert _take(a, np.arange(4)) is a  # a first round with every start finite: no eager gather
     np.testing.assert_array_equal(_take(a, np.array([1, 3])), np.asarray(a)[[1, 3]])
+
+
+def test_the_polish_state_keeps_its_types_across_an_update_so_its_chunk_compiles_once():
+    """Optax's L-BFGS starts with weak-typed scalars that its update returns strongly typed; a chunk called with
+    the first would compile again for the second. The polisher's start makes them strong: the same dtypes and
+    values, and the types of a state after an update."""
+    import optax
+
+    from sigmabnn.map import _strongly_typed
+
+    solver, position = optax.lbfgs(memory_size=4), jnp.ones(3)
+    objective = lambda p: jnp.sum((p - 2.0) ** 2)  # noqa: E731
+    value_and_grad = optax.value_and_grad_from_state(objective)
+
+    def update(p, state):
+        value, grad = value_and_grad(p, state=state)
+        return solver.update(grad, state, p, value=value, grad=grad, value_fn=objective)[1]
+
+    def types(tree):
+        return [(x.shape, x.dtype, x.weak_type) for x in jax.tree_util.tree_leaves(jax.eval_shape(lambda t: t, tree))]
+
+    raw = solver.init(position)
+    assert any(weak for _, _, weak in types(raw))  # what the fix is for: optax's own start
+    start = _strongly_typed(raw)
+    assert not any(weak for _, _, weak in types(start))
+    assert types(start) == types(jax.eval_shape(update, position, start))
+    for a, b in zip(jax.tree_util.tree_leaves(raw), jax.tree_util.tree_leaves(start), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -515,7 +515,9 @@ def _build_polisher(bnn, data, hyper, config, val_data):
         after = jnp.where(jnp.isfinite(objective(end)), monitor(end), jnp.nan)
         return end, state, values, jnp.sum(steps), after
 
-    start_all = compiler.jit(jax.vmap(lambda p: (solver.init(p), monitor(p))))
+    # the solver's initial state holds weak-typed scalars (its line search's info) that its update returns
+    # strongly typed: made strong here, every chunk call has the same types and the chunk compiles once
+    start_all = compiler.jit(jax.vmap(lambda p: (_strongly_typed(solver.init(p)), monitor(p))))
     chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, None)))
 
     def polish(positions):
@@ -542,6 +544,11 @@ def _build_polisher(bnn, data, hyper, config, val_data):
         return jnp.asarray(best_pos), np.concatenate(values, axis=1), kept, evals, best_loss
 
     return polish
+
+
+def _strongly_typed(tree):
+    """``tree`` with every leaf's weak type made strong (the same dtypes and values)."""
+    return jax.tree_util.tree_map(lambda x: jax.lax.convert_element_type(x, jnp.asarray(x).dtype), tree)
 
 
 def _objective(bnn, hyper):
