@@ -228,8 +228,7 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts", validatio
       ``validation`` rows, its MAP starts are polished by L-BFGS after Adam, ``min(1000, 2**22 //
       n_data)`` iterations early-stopped on the validation loss with patience 100
       (:data:`CHEES_LBFGS_ROW_BUDGET`). Without validation rows (a small table that trains on all its
-      rows) the polish has nothing to stop on and is not run: on the battery's two such tables it
-      changed the validation LL by +0.008 and -0.009 at a quarter more training time;
+      rows) the polish has nothing to stop on and is not run (``docs/architecture.md`` says why);
     - the other kernels: 4 chains x 250 draws = 1000 networks (the thesis keeps 1000), no
       thinning; warm-up 500 iterations below 200 parameters, 1000 below 2000, else 1500
       (larger networks need longer slow windows to estimate the mass matrix and settle the
@@ -251,7 +250,7 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts", validatio
         settings = {
             **CHEES_DEFAULTS, "max_tree_depth": chees_max_tree_depth(n_data), "num_warmup": chees_num_warmup(n_data)
         }  # fmt: skip
-        if n_data <= 20_000 and validation:
+        if map_config.batch_size is None and validation:  # L-BFGS needs the full batch
             lbfgs_steps = min(CHEES_LBFGS_MAX_STEPS, CHEES_LBFGS_ROW_BUDGET // int(n_data))
             map_config = map_config._replace(lbfgs_steps=lbfgs_steps, lbfgs_patience=CHEES_LBFGS_PATIENCE)
         return MCMCConfig(kernel="chees", thin=1, map=map_config, **settings)
