@@ -1108,6 +1108,50 @@ def _speed_text(ratio: float, fast: bool, repeated: dict[str, Any] | None, apart
     )
 
 
+def coverage_scatter(level: float, n_score: int, n_recal: int) -> float:
+    """The standard deviation of a table's measured coverage at ``level`` from finite rows alone: the test rows'
+    binomial scatter and, for a model recalibrated on ``n_recal`` held-out rows (0: not recalibrated), the
+    empirical map's own, ``sqrt(c (1 - c) (1 / n_recal + 1 / n_score))`` (``recalibration.py``'s docstring)."""
+    inv = (1.0 / n_recal if n_recal else 0.0) + (1.0 / n_score if n_score else float("inf"))
+    return math.sqrt(level * (1.0 - level) * inv)
+
+
+def recalibration_rows(rec: dict[str, Any]) -> int:
+    """The held-out rows a default fit's intervals were recalibrated on (its validation rows; 0 below
+    ``MIN_RECALIBRATION_ROWS``, which train the model instead)."""
+    from sigmabnn.names import MIN_RECALIBRATION_ROWS
+
+    n_val = int(rec.get("n_val") or 0)
+    return n_val if n_val >= MIN_RECALIBRATION_ROWS else 0
+
+
+def coverage_goal(table: str, d: dict[str, Any], pooled: dict[int, list[float]]) -> dict[str, Any]:
+    """Goal (b) on one table's default record ``d`` (its coverages appended to ``pooled``): the tolerance, and
+    beside each coverage the test rows' SE and the scatter expected from finite rows (:func:`coverage_scatter`)
+    with the miss in units of it (``z``)."""
+    if not _ok(d):
+        return {"table": table, "met": False, "text": _status(d)}
+    parts, met, zs = [], True, []
+    n_score, n_recal = int(d.get("n_score") or 0), recalibration_rows(d)
+    for lv in LEVELS:
+        key = round(100 * lv)
+        c = d.get(f"coverage_{key}")
+        if c is None:
+            met = False
+            parts.append(f"{key} %: -")
+            continue
+        pooled[key].append(c)
+        ok = abs(c - lv) <= COVERAGE_TOLERANCE
+        met = met and ok
+        sd = coverage_scatter(lv, n_score, n_recal)
+        zs.append((c - lv) / sd)
+        parts.append(
+            f"{key} %: {c:.3f} (SE {binomial_se(lv, n_score):.3f}; scatter {sd:.3f}, z {zs[-1]:+.1f}) "
+            f"{'ok' if ok else 'MISSED'}"
+        )
+    return {"table": table, "met": met, "z": zs, "recal_rows": n_recal, "text": "; ".join(parts)}
+
+
 def check_goals(
     records: Sequence[dict[str, Any]], default: str = "sigmabnn", speed: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -1140,23 +1184,7 @@ def check_goals(
         else:
             goals["time"].append({"table": table, "met": False, "seconds": sec, "limit": limit, "text": _status(d)})
         # (b) coverage
-        if _ok(d):
-            parts, met = [], True
-            for lv in LEVELS:
-                key = round(100 * lv)
-                c = d.get(f"coverage_{key}")
-                se = binomial_se(lv, int(d.get("n_score") or 0))
-                if c is None:
-                    met = False
-                    parts.append(f"{key} %: -")
-                    continue
-                pooled[key].append(c)
-                ok = abs(c - lv) <= COVERAGE_TOLERANCE
-                met = met and ok
-                parts.append(f"{key} %: {c:.3f} (SE {se:.3f}) {'ok' if ok else 'MISSED'}")
-            goals["coverage"].append({"table": table, "met": met, "text": "; ".join(parts)})
-        else:
-            goals["coverage"].append({"table": table, "met": False, "text": _status(d)})
+        goals["coverage"].append(coverage_goal(table, d, pooled))
         # (c) LL against the previous default
         if not _ok(d):
             goals["ll_vs_previous"].append({"table": table, "met": False, "text": _status(d)})
@@ -1232,6 +1260,26 @@ def check_goals(
         for k, v in pooled.items()
     }
     return goals
+
+
+def scatter_line(rows: Sequence[dict[str, Any]]) -> str:
+    """Goal (b)'s misses against the scatter finite rows alone give (:func:`coverage_goal`'s ``z``), and the
+    recalibration rows at which the map's own scatter equals the tolerance."""
+    zs = [z for r in rows for z in r.get("z", [])]
+    if not zs:
+        return ""
+    beyond = sum(abs(z) > 2.0 for z in zs)
+    need = {round(100 * lv): math.ceil(lv * (1 - lv) / COVERAGE_TOLERANCE**2) for lv in LEVELS}
+    fewer = sum(0 < r["recal_rows"] < need[68] for r in rows if "recal_rows" in r)
+    none = sum(r["recal_rows"] == 0 for r in rows if "recal_rows" in r)
+    return (
+        f"- finite rows alone: {beyond} of {len(zs)} coverages lie more than 2 scatters from nominal (|z| > 2). "
+        f"The empirical map's scatter alone equals the {round(100 * COVERAGE_TOLERANCE)}-point tolerance at "
+        f"{need[68]} recalibration rows for the 68 % interval and {need[95]} for the 95 %; {fewer} tables recalibrate "
+        f"on fewer than {need[68]} rows and {none} are not recalibrated (too few rows to hold out: their scatter "
+        "counts the test rows only, though the noise level they estimate from their few training rows varies with the "
+        "training set too)\n"
+    )
 
 
 def goal_tally(rows: Sequence[dict[str, Any]]) -> str:
@@ -1523,41 +1571,63 @@ NUMPYRO_VALIDATION_COLUMNS = [
     ("table", "table", ""),
     ("rows", "val rows", "d"),
     ("rmse", "RMSE default", ".4g"),
-    ("numpyro_rmse", "RMSE NumPyro", ".4g"),
+    ("other_rmse", "RMSE NumPyro", ".4g"),
     ("ll", "LL default", ".3f"),
-    ("numpyro_ll", "LL NumPyro", ".3f"),
+    ("other_ll", "LL NumPyro", ".3f"),
     ("ll_difference", "LL difference (paired SE)", ""),
     ("as_accurate", "RMSE and LL at least NumPyro's", ""),
     ("speedup", "NumPyro s / default s", ".1f"),
 ]
+PREVIOUS_VALIDATION_COLUMNS = [
+    ("table", "table", ""),
+    ("rows", "val rows", "d"),
+    ("rmse", "RMSE default", ".4g"),
+    ("other_rmse", "RMSE previous", ".4g"),
+    ("ll", "LL default", ".3f"),
+    ("other_ll", "LL previous", ".3f"),
+    ("ll_difference", "LL difference (paired SE)", ""),
+    ("no_worse", "LL no worse", ""),
+    ("speedup", "previous s / default s", ".1f"),
+]
 
 
-def numpyro_validation(records: Sequence[dict[str, Any]], chosen: str) -> list[dict[str, Any]]:
-    """Per table where NumPyro ran on the validation rows: the chosen candidate against it, as goal (d) compares
-    them on the test rows (RMSE and LL at least NumPyro's; the paired per-row LL difference and its SE)."""
+def versus_on_validation(records: Sequence[dict[str, Any]], name: str, other: str, label: str) -> list[dict[str, Any]]:
+    """Per table where entry ``other`` ran on the validation rows beside ``name`` (ok): both RMSEs and LLs, the
+    paired per-row LL difference ``name - other`` with its SE, and ``other``'s seconds over ``name``'s; a row
+    with only ``status`` (``label`` and its status) where ``other`` did not finish."""
     out = []
     for table, recs in _by_table(records, "validate").items():
-        npy, d = recs.get(NUMPYRO), recs.get(chosen)
-        if npy is None or not _ok(d):
+        ref, d = recs.get(other), recs.get(name)
+        if ref is None or not _ok(d):
             continue
-        if not _ok(npy):
-            out.append({"table": table, "as_accurate": f"NumPyro {_status(npy)}"})
+        if not _ok(ref):
+            out.append({"table": table, "status": f"{label} {_status(ref)}"})
             continue
-        diff = paired_ll_difference(d, npy)
+        diff = paired_ll_difference(d, ref)
         out.append(
             {
                 "table": table,
                 "rows": diff[2] if diff else None,
                 "rmse": d["rmse"],
-                "numpyro_rmse": npy["rmse"],
+                "other_rmse": ref["rmse"],
                 "ll": d["test_ll"],
-                "numpyro_ll": npy["test_ll"],
+                "other_ll": ref["test_ll"],
                 "ll_difference": f"{diff[0]:+.3f} ({diff[1]:.3f})" if diff else "-",
-                "as_accurate": "yes" if d["rmse"] <= npy["rmse"] and d["test_ll"] >= npy["test_ll"] else "no",
-                "speedup": npy["seconds"] / d["seconds"],
+                "speedup": ref["seconds"] / d["seconds"],
             }
         )
     return out
+
+
+def numpyro_validation(records: Sequence[dict[str, Any]], chosen: str) -> list[dict[str, Any]]:
+    """Per table where NumPyro ran on the validation rows: the chosen candidate against it, as goal (d) compares
+    them on the test rows (RMSE and LL at least NumPyro's; the paired per-row LL difference and its SE)."""
+    rows = versus_on_validation(records, chosen, NUMPYRO, "NumPyro")
+    for r in rows:
+        r["as_accurate"] = r.pop("status", None) or (
+            "yes" if r["rmse"] <= r["other_rmse"] and r["ll"] >= r["other_ll"] else "no"
+        )
+    return rows
 
 
 def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:
@@ -1576,6 +1646,33 @@ def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[s
         "own time and load (in the JSON), not interleaved.\n\n"
         + markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS)
         + f"\nAt least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.\n\n"
+    )
+
+
+def library_default_entry(records: Sequence[dict[str, Any]]) -> str:
+    """The entry whose validation records are the library's default: the MAP polish the library added
+    (:func:`polish_verdict`), else ``sigmabnn`` (the default when the records were made)."""
+    return next((name for name in POLISH_CANDIDATES if polish_verdict(records, name)[1]), "sigmabnn")
+
+
+def _previous_section(records: Sequence[dict[str, Any]]) -> str:
+    """Goal (c)'s comparison on the validation rows: the library's default against ``previous-default``."""
+    name = library_default_entry(records)
+    rows = versus_on_validation(records, name, "previous-default", "previous default")
+    for r in rows:
+        r["no_worse"] = r.pop("status", None) or ("yes" if r["ll"] >= r["other_ll"] else "no")
+    if not rows:
+        return ""
+    met = sum(r["no_worse"] == "yes" for r in rows)
+    return (
+        f"## The previous default on the validation rows\n\nGoal (c)'s comparison on the validation rows: the "
+        f"library's default (`{name}`) against the default before issue 29 (`previous-default`, NUTS at depth 10, "
+        "its options written out), both trained on the same fit rows. A reference, not a candidate: no choice "
+        "reads it; it says whether the test phase's verdict on a table is the validation rows' too. LL difference: "
+        "default minus previous, the mean of the per-row differences and its standard error. Seconds are each "
+        "cell's own run (compilation included), not interleaved.\n\n"
+        + markdown_table(rows, PREVIOUS_VALIDATION_COLUMNS)
+        + f"\nLL no worse on {met} of the {sum('rmse' in r for r in rows)} tables where the previous default ran.\n\n"
     )
 
 
@@ -1657,6 +1754,7 @@ def render_validation(data: dict[str, Any], name: str = "defaults_validation.jso
     )
     parts.append(_polish_section(records))
     parts.append(_numpyro_section(records, summary))
+    parts.append(_previous_section(records))
     parts.append(
         "## Candidates' options\n\nA candidate that names no `dtype` runs in float64; one that names no "
         "`split`, with fit's split of the time it was measured (80/10/10); `\"split\": null` is fit's automatic "
@@ -1787,8 +1885,9 @@ def render_test(
     titles = {
         "time": "(a) training time <= 60 s up to 2,000 rows and 20 inputs, <= 180 s up to 10^4 rows "
         "(beyond: 18 s per 1,000 rows, the linear extrapolation)",
-        "coverage": "(b) 68 % and 95 % coverage within 3 percentage points of nominal (binomial SE of the coverage "
-        "on that table's test rows beside it)",
+        "coverage": "(b) 68 % and 95 % coverage within 3 percentage points of nominal (beside each: the binomial SE "
+        "of the coverage on that table's test rows; the scatter expected from finite rows alone, the test rows' and "
+        "the recalibration rows' together, `coverage_scatter`; and the distance from nominal in units of it, z)",
         "ll_vs_previous": "(c) test LL no worse than the previous default's",
         "vs_numpyro": f"(d) against NumPyro: RMSE and LL at least as good, >= {SPEEDUP_GOAL:g}x faster",
     }
@@ -1804,6 +1903,7 @@ def render_test(
                         f"- pooled over {pc['tables']} tables, mean {lv} % coverage {pc['mean']:.3f}: "
                         f"{_yes(pc['met'])}\n"
                     )
+            parts.append(scatter_line(rows))
         parts.append("\n")
     parts.append("## Per table\n\n")
     for table, recs in _by_table(records, "test").items():

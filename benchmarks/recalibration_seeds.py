@@ -27,7 +27,15 @@ scoring rows are kept (``--workdir``, resumable), and every rule's coverage of t
 - ``shrunk-m0``: the posterior mean of the PITs' CDF under a Dirichlet-process prior centred on the
   uniform with concentration ``m0`` (Ferguson 1973): ``(m R_emp(p) + m0 p) / (m + m0)`` for ``m``
   validation rows, for ``m0`` in :data:`CONCENTRATIONS`: few rows move a model's levels little,
-  many move them as the empirical map does.
+  many move them as the empirical map does;
+- ``loo+quantile``: the empirical map of the validation PITs pooled with the training rows' PSIS
+  leave-one-out PITs (:func:`sigmabnn.recalibration.loo_pit_values`, the rows with a reliable Pareto
+  ``k``, at most :data:`sigmabnn.fitting.run.LOO_MAX_ROWS` of them: ``recalibrate(rows="loo+heldout")``);
+- ``loo-if-no-val``: ``quantile``, and for a fit with no validation rows (a table too small to hold
+  them out) the empirical map of the leave-one-out PITs alone, where ``quantile`` leaves it raw.
+
+The two leave-one-out rules were added (with those PITs in the state) for the run of 2026-12-06 on the
+default with its MAP polish (``--name recalibration_seeds_lbfgs``); the rule below was not changed.
 
 Rule (fixed before the runs): the rule with the smallest mean, over tables, of the mean over seeds
 of ``|coverage - nominal|`` averaged over the two levels wins; a tie within 0.002 goes to the
@@ -45,6 +53,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +105,8 @@ def with_split(fit_rows, table: str, seed: int):
 def fit_once(table: str, seed: int) -> dict:
     """One default fit and the raw PIT values of its validation and scoring rows."""
     from sigmabnn import api
-    from sigmabnn.recalibration import pit_values
+    from sigmabnn.fitting.run import LOO_MAX_ROWS
+    from sigmabnn.recalibration import loo_pit_values, pit_values
 
     fit_rows, score_rows, log_target = rows_of(table, seed)
     data = with_split(fit_rows, table, seed)
@@ -106,6 +116,7 @@ def fit_once(table: str, seed: int) -> dict:
     )
     seconds = time.perf_counter() - start
     val = data[data["split"] == "val"]
+    train = data[data["split"] == "train"]
     features = [c for c in fit_rows.columns if c != "y"]
 
     def pit(rows) -> list[float]:
@@ -113,9 +124,12 @@ def fit_once(table: str, seed: int) -> dict:
             return []
         return [round(float(u), 6) for u in pit_values(fitted, rows[features], rows["y"].to_numpy())[:, 0]]
 
+    loo = loo_pit_values(fitted, train[features], train["y"].to_numpy(), max_rows=LOO_MAX_ROWS)
     return {
-        "table": table, "seed": seed, "n_fit": int((data["split"] == "train").sum()), "n_val": len(val),
-        "n_score": len(score_rows), "fit_seconds": round(seconds, 1), "val_pit": pit(val), "score_pit": pit(score_rows),
+        "table": table, "seed": seed, "n_fit": len(train), "n_val": len(val), "n_score": len(score_rows),
+        "fit_seconds": round(seconds, 1), "likelihood": fitted.bnn.likelihood.name,
+        "map_lbfgs_steps": fitted.settings.get("map_lbfgs_steps"), "val_pit": pit(val), "score_pit": pit(score_rows),
+        "loo_pit": [round(float(u), 6) for u in loo.pit[loo.reliable, 0]],
     }  # fmt: skip
 
 
@@ -128,9 +142,13 @@ def _shrunk_levels(pit: np.ndarray, m0: float, q: np.ndarray) -> np.ndarray:
     return np.interp(q, r, u)
 
 
-def rule_levels(rule: str, val_pit: np.ndarray, c: float) -> tuple[float, float]:
-    """The model quantile levels of the central interval ``c`` under ``rule`` given the validation PITs."""
+def rule_levels(rule: str, val_pit: np.ndarray, c: float, loo_pit: np.ndarray = ()) -> tuple[float, float]:
+    """The model quantile levels of the central interval ``c`` under ``rule`` given the validation PITs (and the
+    training rows' leave-one-out PITs, for the ``loo`` rules)."""
     q = np.array([(1.0 - c) / 2.0, (1.0 + c) / 2.0])
+    if rule.startswith("loo"):
+        pooled = np.concatenate([val_pit, loo_pit]) if rule == "loo+quantile" or len(val_pit) == 0 else val_pit
+        val_pit, rule = np.asarray(pooled, np.float64), "quantile"
     if rule == "raw" or len(val_pit) == 0:
         return float(q[0]), float(q[1])
     if rule == "ks-0.05":
@@ -146,16 +164,17 @@ def rule_levels(rule: str, val_pit: np.ndarray, c: float) -> tuple[float, float]
     return float(lo), float(hi)
 
 
-RULES = ("raw", "quantile", "ks-0.05", *(f"shrunk-{m0}" for m0 in CONCENTRATIONS))
+RULES = ("raw", "quantile", "ks-0.05", *(f"shrunk-{m0}" for m0 in CONCENTRATIONS), "loo+quantile", "loo-if-no-val")
 
 
 def coverages(state: dict) -> dict:
     """Per rule, the scoring rows' coverage of the central intervals at :data:`LEVELS`."""
     val, score = np.asarray(state["val_pit"]), np.asarray(state["score_pit"])
+    loo = np.asarray(state.get("loo_pit", []), np.float64)  # none in a state fitted before the loo rules
     out = {}
     for rule in RULES:
         for c in LEVELS:
-            lo, hi = rule_levels(rule, val, c)
+            lo, hi = rule_levels(rule, val, c, loo)
             out[f"{rule}:{c}"] = float(np.mean((score >= lo) & (score <= hi)))
     return out
 
@@ -183,8 +202,8 @@ def summarise(records: list[dict]) -> tuple[list[str], str]:
         "Per table (mean over seeds; 68 % / 95 % coverage, and in brackets the seeds' standard deviation "
         "of the 68 % coverage):",
         "",
-        "| table | seeds | val rows | score rows | " + " | ".join(RULES) + " |",
-        "|---|---:|---:|---:|" + "---|" * len(RULES),
+        "| table | seeds | val rows | score rows | noise models | " + " | ".join(RULES) + " |",
+        "|---|---:|---:|---:|---|" + "---|" * len(RULES),
     ]
     for t in tables:
         rs = [r for r in records if r["table"] == t]
@@ -193,16 +212,20 @@ def summarise(records: list[dict]) -> tuple[list[str], str]:
             c68 = [r["coverage"][f"{rule}:0.68"] for r in rs]
             c95 = np.mean([r["coverage"][f"{rule}:0.95"] for r in rs])
             cells.append(f"{np.mean(c68):.3f} / {c95:.3f} ({np.std(c68, ddof=1) if len(rs) > 1 else math.nan:.3f})")
-        lines.append(f"| {t} | {len(rs)} | {rs[0]['n_val']} | {rs[0]['n_score']} | " + " | ".join(cells) + " |")
+        models = Counter(r.get("likelihood", "-") for r in rs)  # "-": a record made before they were kept
+        noise = ", ".join(f"{m} {k}" for m, k in sorted(models.items()))
+        lines.append(
+            f"| {t} | {len(rs)} | {rs[0]['n_val']} | {rs[0]['n_score']} | {noise} | " + " | ".join(cells) + " |"
+        )
     return lines, chosen
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict, name: str = "recalibration_seeds") -> str:
     meta = data["meta"]
     lines, chosen = summarise(data["records"])
     return (
         "# Recalibration of the default fit over many training sets\n\n"
-        "Generated by `benchmarks/recalibration_seeds.py` from `recalibration_seeds.json`; do not edit. The "
+        f"Generated by `benchmarks/recalibration_seeds.py` from `{name}.json`; do not edit. The "
         "script's docstring has the protocol and the rule, fixed before the runs; no battery test row is read. "
         f"Coverage is exact (from PIT values) on fresh scoring rows. Chosen: **{chosen}**.\n\n"
         f"Runs {meta['date']} to {meta['date_end']}; load average {meta['load_average_1_5_15_at_start']} at the "
@@ -218,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", default=",".join(TABLES))
     parser.add_argument("--seeds", type=int, default=None, help="seeds per table (default: SEEDS)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--name", default="recalibration_seeds", help="result files' name (NAME.json, NAME.md)")
     parser.add_argument("--fit-only", action="store_true", help="fit and keep the state; write no results")
     args = parser.parse_args(argv)
     meta = run_metadata("benchmarks/recalibration_seeds.py")
@@ -238,8 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit_only:
         return 0
     data = {"meta": finish_metadata(meta), "rules": list(RULES), "records": records}
-    write_json(args.out / "recalibration_seeds.json", data)
-    write_text_atomic(args.out / "recalibration_seeds.md", markdown(data))
+    write_json(args.out / f"{args.name}.json", data)
+    write_text_atomic(args.out / f"{args.name}.md", markdown(data, args.name))
     print("\n".join(summarise(records)[0]))
     return 0
 

@@ -253,6 +253,48 @@ def test_goals_on_hand_made_records(bench):
     assert "**(a) training time" in md and "met on 2 of 4 tables" in md
 
 
+def test_coverage_scatter_counts_the_test_rows_and_the_recalibration_rows(bench):
+    """Goal (b)'s scatter is the binomial SD of the test rows plus that of the empirical map fitted on the
+    validation rows; a table with fewer validation rows than recalibration needs counts the test rows only."""
+    assert bench.coverage_scatter(0.68, 400, 0) == pytest.approx(math.sqrt(0.68 * 0.32 / 400))
+    assert bench.coverage_scatter(0.95, 400, 100) == pytest.approx(math.sqrt(0.95 * 0.05 * (1 / 400 + 1 / 100)))
+    records = [
+        rec("a", "sigmabnn", n_val=100, coverage_68=0.75),  # 0.07 off: 1.4 scatters of 0.052
+        rec("b", "sigmabnn", n_val=5, n_score=2000, coverage_68=0.75),  # too few to recalibrate: 6.7 scatters
+    ]
+    g = bench.check_goals(records)
+    rows = {r["table"]: r for r in g["coverage"]}
+    assert rows["a"]["met"] is False and rows["a"]["recal_rows"] == 100 and rows["b"]["recal_rows"] == 0
+    sd = math.sqrt(0.68 * 0.32 * (1 / 400 + 1 / 100))
+    assert rows["a"]["z"][0] == pytest.approx(0.07 / sd) and rows["a"]["z"][1] == pytest.approx(0.0)
+    assert rows["b"]["z"][0] == pytest.approx(0.07 / math.sqrt(0.68 * 0.32 / 2000))
+    line = bench.scatter_line(g["coverage"])
+    assert "1 of 4 coverages lie more than 2 scatters" in line
+    assert "at 242 recalibration rows for the 68 % interval and 53 for the 95 %" in line
+    assert "1 tables recalibrate on fewer than 242 rows and 1 are not recalibrated" in line
+    assert line in bench.render_test({"records": records, "runs": []})
+
+
+def test_the_previous_default_on_the_validation_rows_is_a_reference_beside_the_library_default(bench):
+    """Goal (c)'s comparison on validation rows pairs the library's default (``sigmabnn`` when no polish entry
+    was added) with ``previous-default`` per table; a table where the previous default did not finish says so."""
+    records = [
+        rec("a", "sigmabnn", phase="validate", test_ll=1.2, seconds=20.0, row_ll=[0.5, 0.7, 0.9]),
+        rec("a", "previous-default", phase="validate", test_ll=1.0, seconds=300.0, row_ll=[0.4, 0.5, 0.6]),
+        rec("b", "sigmabnn", phase="validate", test_ll=0.5),
+        rec("b", "previous-default", phase="validate", test_ll=0.9),
+        rec("c", "sigmabnn", phase="validate"),
+        rec("c", "previous-default", phase="validate", status="timeout", seconds=1500.0),
+    ]
+    assert bench.library_default_entry(records) == "sigmabnn"
+    md = bench.render_validation({"records": records, "runs": []})
+    section = md[md.index("## The previous default on the validation rows") :]
+    assert "| a | 3 | 0.1 | 0.1 | 1.200 | 1.000 | +0.200 (0.058) | yes | 15.0 |" in section
+    assert "| b |" in section and "| no |" in section and "previous default timed out after 1500 s" in section
+    assert "LL no worse on 1 of the 2 tables where the previous default ran" in section
+    assert "## The previous default" not in bench.render_validation({"records": records[2:3], "runs": []})
+
+
 def test_paired_ll_difference_pairs_the_rows(bench):
     a = {"row_ll": [1.0, 2.0, 3.0, 4.0]}
     b = {"row_ll": [0.5, 1.5, 2.5, 3.5]}  # every row 0.5 lower: the difference has no spread

@@ -39,6 +39,13 @@ def test_each_rule_maps_a_too_wide_models_levels_as_documented(bench):
     # shrinking moves the coverage from the empirical map's towards the raw one, more with a larger prior
     path = [cov[f"{r}:0.68"] for r in ("quantile", "shrunk-10", "shrunk-30", "shrunk-100", "raw")]
     assert all(a <= b for a, b in zip(path, path[1:])), path
+    # the leave-one-out rules: pooled with the validation PITs, or alone where a fit has no validation rows
+    loo = stats.norm.cdf(0.6 * rng.standard_normal(2000))
+    with_loo = bench.coverages({"val_pit": val.tolist(), "score_pit": score.tolist(), "loo_pit": loo.tolist()})
+    assert abs(with_loo["loo+quantile:0.68"] - 0.68) < 0.03 and with_loo["loo-if-no-val:0.68"] == cov["quantile:0.68"]
+    no_val = bench.coverages({"val_pit": [], "score_pit": score.tolist(), "loo_pit": loo.tolist()})
+    assert no_val["quantile:0.68"] == cov["raw:0.68"] and abs(no_val["loo-if-no-val:0.68"] - 0.68) < 0.03
+    assert no_val["loo+quantile:0.95"] == no_val["loo-if-no-val:0.95"]
     uniform = {"val_pit": rng.uniform(size=30).tolist(), "score_pit": score.tolist()}
     assert bench.coverages(uniform)["ks-0.05:0.95"] == cov["raw:0.95"]  # a calibrated-looking sample: no map
 
@@ -55,5 +62,8 @@ def test_a_run_on_one_table_records_every_rule_and_resumes(bench, tmp_path, monk
     state = tmp_path / "work" / "hetero2d-1000-0.json"
     stamp = state.stat().st_mtime_ns
     assert bench.main(args) == 0 and state.stat().st_mtime_ns == stamp  # resumed, not refitted
-    assert "| hetero2d-1000 | 1 | 100 | 300 |" in (tmp_path / "recalibration_seeds.md").read_text()
+    assert record["likelihood"] in ("gaussian", "hetero_student_t") and record["map_lbfgs_steps"] > 0
+    assert "| hetero2d-1000 | 1 | 100 | 300 | " in (tmp_path / "recalibration_seeds.md").read_text()
+    saved = json.loads(state.read_text())
+    assert 0 < len(saved["loo_pit"]) <= record["n_fit"] and all(0.0 <= u <= 1.0 for u in saved["loo_pit"])
     assert bench.main([*args[:4], "--tables", "nope"]) == 2
