@@ -1636,17 +1636,22 @@ def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[s
     if not rows:
         return ""
     met = sum(r["as_accurate"] == "yes" for r in rows)
-    return (
-        f"## NumPyro on the validation rows\n\nGoal (d)'s comparison on the validation rows, for the chosen "
-        f"candidate (`{chosen}`, the default) and NumPyro's BNN (`numpyro`, as in the test phase, trained on the "
-        "same fit rows), where NumPyro was run (`--candidates numpyro --tables ...`: the tables it finishes "
-        "within the cell's time cap). A reference, not a candidate: no choice reads it. LL difference: default "
-        "minus NumPyro, the mean of the per-row differences and its standard error. The seconds' ratio is not "
-        "goal (d)'s speed measurement: each cell's seconds (compilation included) are from its own run, at its "
-        "own time and load (in the JSON), not interleaved.\n\n"
-        + markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS)
-        + f"\nAt least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.\n\n"
+    return _reference_section(
+        "NumPyro on the validation rows",
+        f"Goal (d)'s comparison on the validation rows, for the chosen candidate (`{chosen}`, the default) and "
+        "NumPyro's BNN (`numpyro`, as in the test phase, trained on the same fit rows), where NumPyro was run "
+        "(`--candidates numpyro --tables ...`: the tables it finishes within the cell's time cap). A reference, not "
+        "a candidate: no choice reads it. LL difference: default minus NumPyro, the mean of the per-row differences "
+        "and its standard error. The seconds' ratio is not goal (d)'s speed measurement: each cell's seconds "
+        "(compilation included) are from its own run, at its own time and load (in the JSON), not interleaved.",
+        markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS),
+        f"At least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.",
     )
+
+
+def _reference_section(title: str, intro: str, table: str, tally: str) -> str:
+    """A Markdown section comparing the default with a reference: heading, text, table and tally line."""
+    return f"## {title}\n\n{intro}\n\n{table}\n{tally}\n\n"
 
 
 def library_default_entry(records: Sequence[dict[str, Any]]) -> str:
@@ -1664,15 +1669,16 @@ def _previous_section(records: Sequence[dict[str, Any]]) -> str:
     if not rows:
         return ""
     met = sum(r["no_worse"] == "yes" for r in rows)
-    return (
-        f"## The previous default on the validation rows\n\nGoal (c)'s comparison on the validation rows: the "
-        f"library's default (`{name}`) against the default before issue 29 (`previous-default`, NUTS at depth 10, "
-        "its options written out), both trained on the same fit rows. A reference, not a candidate: no choice "
-        "reads it; it says whether the test phase's verdict on a table is the validation rows' too. LL difference: "
-        "default minus previous, the mean of the per-row differences and its standard error. Seconds are each "
-        "cell's own run (compilation included), not interleaved.\n\n"
-        + markdown_table(rows, PREVIOUS_VALIDATION_COLUMNS)
-        + f"\nLL no worse on {met} of the {sum('rmse' in r for r in rows)} tables where the previous default ran.\n\n"
+    return _reference_section(
+        "The previous default on the validation rows",
+        f"Goal (c)'s comparison on the validation rows: the library's default (`{name}`) against the default before "
+        "issue 29 (`previous-default`, NUTS at depth 10, its options written out), both trained on the same fit "
+        "rows. A reference, not a candidate: no choice reads it; it says whether the test phase's verdict on a "
+        "table is the validation rows' too. LL difference: default minus previous, the mean of the per-row "
+        "differences and its standard error. Seconds are each cell's own run (compilation included), not "
+        "interleaved.",
+        markdown_table(rows, PREVIOUS_VALIDATION_COLUMNS),
+        f"LL no worse on {met} of the {sum('rmse' in r for r in rows)} tables where the previous default ran.",
     )
 
 
