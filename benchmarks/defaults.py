@@ -1633,9 +1633,6 @@ def numpyro_validation(records: Sequence[dict[str, Any]], chosen: str) -> list[d
 def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:
     chosen = next((r["sampler"] for r in summary if r["chosen"]), None)
     rows = numpyro_validation(records, chosen) if chosen else []
-    if not rows:
-        return ""
-    met = sum(r["as_accurate"] == "yes" for r in rows)
     return _reference_section(
         "NumPyro on the validation rows",
         f"Goal (d)'s comparison on the validation rows, for the chosen candidate (`{chosen}`, the default) and "
@@ -1644,14 +1641,27 @@ def _numpyro_section(records: Sequence[dict[str, Any]], summary: Sequence[dict[s
         "a candidate: no choice reads it. LL difference: default minus NumPyro, the mean of the per-row differences "
         "and its standard error. The seconds' ratio is not goal (d)'s speed measurement: each cell's seconds "
         "(compilation included) are from its own run, at its own time and load (in the JSON), not interleaved.",
-        markdown_table(rows, NUMPYRO_VALIDATION_COLUMNS),
-        f"At least as accurate on {met} of the {sum('rmse' in r for r in rows)} tables where NumPyro finished.",
+        rows,
+        NUMPYRO_VALIDATION_COLUMNS,
+        "as_accurate",
+        "At least as accurate on {met} of the {ran} tables where NumPyro finished.",
     )
 
 
-def _reference_section(title: str, intro: str, table: str, tally: str) -> str:
-    """A Markdown section comparing the default with a reference: heading, text, table and tally line."""
-    return f"## {title}\n\n{intro}\n\n{table}\n{tally}\n\n"
+def _reference_section(
+    title: str,
+    intro: str,
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[tuple[str, str, str]],
+    verdict: str,
+    tally: str,
+) -> str:
+    """A Markdown section comparing the default with a reference per table ("" without rows): heading, text, the
+    rows' table and ``tally`` with ``{met}`` (rows whose ``verdict`` is "yes") and ``{ran}`` (rows with scores)."""
+    if not rows:
+        return ""
+    met, ran = sum(r[verdict] == "yes" for r in rows), sum("rmse" in r for r in rows)
+    return f"## {title}\n\n{intro}\n\n" + markdown_table(rows, columns) + f"\n{tally.format(met=met, ran=ran)}\n\n"
 
 
 def library_default_entry(records: Sequence[dict[str, Any]]) -> str:
@@ -1666,9 +1676,6 @@ def _previous_section(records: Sequence[dict[str, Any]]) -> str:
     rows = versus_on_validation(records, name, "previous-default", "previous default")
     for r in rows:
         r["no_worse"] = r.pop("status", None) or ("yes" if r["ll"] >= r["other_ll"] else "no")
-    if not rows:
-        return ""
-    met = sum(r["no_worse"] == "yes" for r in rows)
     return _reference_section(
         "The previous default on the validation rows",
         f"Goal (c)'s comparison on the validation rows: the library's default (`{name}`) against the default before "
@@ -1677,8 +1684,10 @@ def _previous_section(records: Sequence[dict[str, Any]]) -> str:
         "table is the validation rows' too. LL difference: default minus previous, the mean of the per-row "
         "differences and its standard error. Seconds are each cell's own run (compilation included), not "
         "interleaved.",
-        markdown_table(rows, PREVIOUS_VALIDATION_COLUMNS),
-        f"LL no worse on {met} of the {sum('rmse' in r for r in rows)} tables where the previous default ran.",
+        rows,
+        PREVIOUS_VALIDATION_COLUMNS,
+        "no_worse",
+        "LL no worse on {met} of the {ran} tables where the previous default ran.",
     )
 
 
