@@ -43,7 +43,8 @@ DESCRIPTION = (
     "300 warm-up iterations and 125 draws each, at most 127 leapfrog steps per iteration (on smaller tables "
     "longer trajectories: 255 steps up to 1,024 fitted rows, 511 up to 512, and 600 warm-up iterations up to "
     "256), the noise precision learned from the data, then the intervals recalibrated on the validation rows "
-    "when there are at least 20. An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding "
+    "when there are at least 20 and their PIT values reject calibrated intervals (Kolmogorov-Smirnov p < 0.05). "
+    "An interrupted MCMC run (Ctrl-C, SIGTERM) leaves a partial model holding "
     "the draws so far; 'sigmabnn train --resume MODEL' finishes it, with the result an uninterrupted run would "
     "have given. "
     "With --dask the chains run as tasks on a Dask cluster and give the model of the one-process run."
@@ -235,7 +236,8 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="quantile-recalibrate the predictive intervals on the validation rows (Kuleshov et al. 2018); "
         f"default without this option: an MCMC regression does so when it has at least {MIN_RECALIBRATION_ROWS} "
-        "validation rows, other fits keep their raw intervals",
+        "validation rows and their PIT values reject calibrated intervals (Kolmogorov-Smirnov p < 0.05), other "
+        "fits keep their raw intervals",
     )
     r.add_argument(
         "--recalibrate-rows",
