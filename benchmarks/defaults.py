@@ -861,6 +861,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         "n_val": report.get("data", {}).get("val"),
         "num_params": report.get("model", {}).get("num_params"),
         "likelihood": report.get("model", {}).get("likelihood"),
+        "recalibration_rows": 0 if fitted.calibration is None else fitted.calibration.n,
         **({"noise_choice": report["noise_choice"]} if report.get("noise_choice") else {}),
         "timings": report.get("timings"),
         "diagnostics": {
@@ -1117,10 +1118,13 @@ def coverage_scatter(level: float, n_score: int, n_recal: int) -> float:
 
 
 def recalibration_rows(rec: dict[str, Any]) -> int:
-    """The held-out rows a default fit's intervals were recalibrated on (its validation rows; 0 below
-    ``MIN_RECALIBRATION_ROWS``, which train the model instead)."""
+    """The held-out rows a default fit's intervals were recalibrated on: recorded (0: the map was not kept), or
+    for a record made before they were, its validation rows (0 below ``MIN_RECALIBRATION_ROWS``, which train the
+    model instead)."""
     from sigmabnn.names import MIN_RECALIBRATION_ROWS
 
+    if rec.get("recalibration_rows") is not None:
+        return int(rec["recalibration_rows"])
     n_val = int(rec.get("n_val") or 0)
     return n_val if n_val >= MIN_RECALIBRATION_ROWS else 0
 
@@ -1273,12 +1277,13 @@ def scatter_line(rows: Sequence[dict[str, Any]]) -> str:
     fewer = sum(0 < r["recal_rows"] < need[68] for r in rows if "recal_rows" in r)
     none = sum(r["recal_rows"] == 0 for r in rows if "recal_rows" in r)
     return (
-        f"- finite rows alone: {beyond} of {len(zs)} coverages lie more than 2 scatters from nominal (|z| > 2). "
+        f"- finite rows alone: {beyond} of {len(zs)} coverages lie more than 2 scatters from nominal (|z| > 2; for a "
+        "model left raw the scatter counts the test rows only). "
         f"The empirical map's scatter alone equals the {round(100 * COVERAGE_TOLERANCE)}-point tolerance at "
         f"{need[68]} recalibration rows for the 68 % interval and {need[95]} for the 95 %; {fewer} tables recalibrate "
-        f"on fewer than {need[68]} rows and {none} are not recalibrated (too few rows to hold out: their scatter "
-        "counts the test rows only, though the noise level they estimate from their few training rows varies with the "
-        "training set too)\n"
+        f"on fewer than {need[68]} rows and {none} are not recalibrated (too few rows to hold out, or rows consistent "
+        "with calibrated intervals: a raw model's coverage varies with its training set too, which this scatter does "
+        "not count)\n"
     )
 
 
@@ -1942,6 +1947,12 @@ def render_test(
             "The library's default as it ran (settings of its first table, "
             f"{defaults[0]['table']}): " + ", ".join(f"{k} {s.get(k)}" for k in keys if k in s) + ".\n\n"
         )
+    parts.append(
+        "Later choices, each on validation rows or on fresh rows over many training sets, never on these test rows: "
+        "the per-layer prior precisions Gibbs-sampled in Gaussian-noise fits (`candidate_seeds.md`), the L-BFGS "
+        "polish of the MAP starts (`defaults_lbfgs.md`), and the recalibration map kept only where the validation "
+        "rows' Kolmogorov-Smirnov test rejects uniform PIT values (`recalibration_seeds_lbfgs.md`).\n\n"
+    )
     if validation and validation.get("records"):
         parts.append(
             "Chosen on validation rows only (`defaults_validation.md`: each table's training rows split "

@@ -262,6 +262,9 @@ def test_coverage_scatter_counts_the_test_rows_and_the_recalibration_rows(bench)
         rec("a", "sigmabnn", n_val=100, coverage_68=0.75),  # 0.07 off: 1.4 scatters of 0.052
         rec("b", "sigmabnn", n_val=5, n_score=2000, coverage_68=0.75),  # too few to recalibrate: 6.7 scatters
     ]
+    # a record that says which rows its map was fitted on: none (the gate kept the raw intervals), or all 100
+    assert bench.recalibration_rows(rec("c", "sigmabnn", n_val=100, recalibration_rows=0)) == 0
+    assert bench.recalibration_rows(rec("c", "sigmabnn", n_val=100, recalibration_rows=100)) == 100
     g = bench.check_goals(records)
     rows = {r["table"]: r for r in g["coverage"]}
     assert rows["a"]["met"] is False and rows["a"]["recal_rows"] == 100 and rows["b"]["recal_rows"] == 0
