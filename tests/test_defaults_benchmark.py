@@ -298,6 +298,25 @@ def test_the_previous_default_on_the_validation_rows_is_a_reference_beside_the_l
     assert "## The previous default" not in bench.render_validation({"records": records[2:3], "runs": []})
 
 
+def test_the_noise_reference_is_the_added_polish_with_the_gaussian_forced(bench):
+    """``default-lbfgs-es-rows-gaussian`` fits as the polish entry does, with only the noise model changed, and its
+    section pairs it with the library's default per table, naming the noise model the default chose."""
+    name = bench.NOISE_REFERENCE
+    assert name in bench.EXPLORATORY and name not in bench.CANDIDATES and name not in bench.POLISH_CANDIDATES
+    base = bench.fit_kwargs("default-lbfgs-es-rows", 6, 270, False)
+    assert bench.fit_kwargs(name, 6, 270, False) == {**base, "likelihood": "gaussian"}
+    records = [
+        rec("a", "sigmabnn", phase="validate", test_ll=1.2, likelihood="hetero_student_t", row_ll=[0.5, 0.7, 0.9]),
+        rec("a", name, phase="validate", test_ll=1.0, likelihood="gaussian", row_ll=[0.4, 0.5, 0.6]),
+        rec("b", "sigmabnn", phase="validate", test_ll=0.5, likelihood="hetero_student_t"),
+        rec("b", name, phase="validate", test_ll=0.9, likelihood="gaussian"),
+    ]
+    md = bench.render_validation({"records": records, "runs": []})
+    section = md[md.index("## The noise choice on the validation rows") :]
+    assert "| a | 3 | hetero_student_t | 0.1 | 0.1 | 1.200 | 1.000 | +0.200 (0.058) | yes |" in section
+    assert "| b | - | hetero_student_t |" in section and "LL no worse than the Gaussian's on 1 of the 2" in section
+
+
 def test_paired_ll_difference_pairs_the_rows(bench):
     a = {"row_ll": [1.0, 2.0, 3.0, 4.0]}
     b = {"row_ll": [0.5, 1.5, 2.5, 3.5]}  # every row 0.5 lower: the difference has no spread
