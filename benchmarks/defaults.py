@@ -1577,28 +1577,39 @@ SUMMARY_COLUMNS = [
 ]
 
 
+def _versus_columns(other: str) -> list[tuple[str, str, str]]:
+    """The columns :func:`versus_on_validation`'s rows share: both RMSEs and LLs (the reference's named
+    ``other``) and the paired LL difference."""
+    return [
+        ("rmse", "RMSE default", ".4g"),
+        ("other_rmse", f"RMSE {other}", ".4g"),
+        ("ll", "LL default", ".3f"),
+        ("other_ll", f"LL {other}", ".3f"),
+        ("ll_difference", "LL difference (paired SE)", ""),
+    ]
+
+
+_TABLE_ROWS = [("table", "table", ""), ("rows", "val rows", "d")]
 NUMPYRO_VALIDATION_COLUMNS = [
-    ("table", "table", ""),
-    ("rows", "val rows", "d"),
-    ("rmse", "RMSE default", ".4g"),
-    ("other_rmse", "RMSE NumPyro", ".4g"),
-    ("ll", "LL default", ".3f"),
-    ("other_ll", "LL NumPyro", ".3f"),
-    ("ll_difference", "LL difference (paired SE)", ""),
+    *_TABLE_ROWS,
+    *_versus_columns("NumPyro"),
     ("as_accurate", "RMSE and LL at least NumPyro's", ""),
     ("speedup", "NumPyro s / default s", ".1f"),
 ]
 PREVIOUS_VALIDATION_COLUMNS = [
-    ("table", "table", ""),
-    ("rows", "val rows", "d"),
-    ("rmse", "RMSE default", ".4g"),
-    ("other_rmse", "RMSE previous", ".4g"),
-    ("ll", "LL default", ".3f"),
-    ("other_ll", "LL previous", ".3f"),
-    ("ll_difference", "LL difference (paired SE)", ""),
+    *_TABLE_ROWS,
+    *_versus_columns("previous"),
     ("no_worse", "LL no worse", ""),
     ("speedup", "previous s / default s", ".1f"),
 ]
+
+
+def _mark_ll_no_worse(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` of :func:`versus_on_validation` with ``no_worse``: "yes" / "no" (the default's LL at least the
+    reference's), or the reference's status where it did not finish."""
+    for r in rows:
+        r["no_worse"] = r.pop("status", None) or ("yes" if r["ll"] >= r["other_ll"] else "no")
+    return rows
 
 
 def versus_on_validation(records: Sequence[dict[str, Any]], name: str, other: str, label: str) -> list[dict[str, Any]]:
@@ -1684,9 +1695,7 @@ def library_default_entry(records: Sequence[dict[str, Any]]) -> str:
 def _previous_section(records: Sequence[dict[str, Any]]) -> str:
     """Goal (c)'s comparison on the validation rows: the library's default against ``previous-default``."""
     name = library_default_entry(records)
-    rows = versus_on_validation(records, name, "previous-default", "previous default")
-    for r in rows:
-        r["no_worse"] = r.pop("status", None) or ("yes" if r["ll"] >= r["other_ll"] else "no")
+    rows = _mark_ll_no_worse(versus_on_validation(records, name, "previous-default", "previous default"))
     return _reference_section(
         "The previous default on the validation rows",
         f"Goal (c)'s comparison on the validation rows: the library's default (`{name}`) against the default before "
@@ -1703,14 +1712,9 @@ def _previous_section(records: Sequence[dict[str, Any]]) -> str:
 
 
 NOISE_VALIDATION_COLUMNS = [
-    ("table", "table", ""),
-    ("rows", "val rows", "d"),
+    *_TABLE_ROWS,
     ("likelihood", "noise model chosen", ""),
-    ("rmse", "RMSE default", ".4g"),
-    ("other_rmse", "RMSE Gaussian", ".4g"),
-    ("ll", "LL default", ".3f"),
-    ("other_ll", "LL Gaussian", ".3f"),
-    ("ll_difference", "LL difference (paired SE)", ""),
+    *_versus_columns("Gaussian"),
     ("no_worse", "LL no worse", ""),
 ]
 
@@ -1718,9 +1722,7 @@ NOISE_VALIDATION_COLUMNS = [
 def _noise_section(records: Sequence[dict[str, Any]]) -> str:
     """The noise model chosen from the MAP starts against the sampled Gaussian posterior, per table."""
     name = library_default_entry(records)
-    rows = versus_on_validation(records, name, NOISE_REFERENCE, "Gaussian")
-    for r in rows:
-        r["no_worse"] = r.pop("status", None) or ("yes" if r["ll"] >= r["other_ll"] else "no")
+    rows = _mark_ll_no_worse(versus_on_validation(records, name, NOISE_REFERENCE, "Gaussian"))
     return _reference_section(
         "The noise choice on the validation rows",
         f"The library's default (`{name}`, the noise model chosen on fit's own validation rows from the MAP "
