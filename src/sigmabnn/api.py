@@ -115,6 +115,7 @@ def fit(
     recalibrate: bool | str = "auto",
     recalibration_map: str | None = None,
     recalibration_gate: float | None = None,
+    noise_margin: float | None = None,
     initial_positions: Any = None,
     client: Any = None,
     chains_per_task: int | None = None,
@@ -184,6 +185,10 @@ def fit(
         recalibration_map, recalibration_gate: the map (``"quantile"`` or ``"scale"``) and the p-value
             below which a KS test of uniform PIT values keeps it (1: always); ``None``: the automatic
             choice with ``"auto"`` (:mod:`sigmabnn.fitting.spec`), else ``"quantile"`` and 1.
+        noise_margin: with ``likelihood="auto"``, how many paired standard errors the heteroscedastic model's
+            validation log density must beat the Gaussian's by to be chosen; ``None``:
+            :data:`sigmabnn.fitting.spec.AUTO_NOISE_MARGIN`. A very large value keeps the Gaussian and a
+            very negative one the heteroscedastic model, both from the same MAP starts.
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
@@ -230,7 +235,7 @@ def fit(
         num_samples=num_samples, learn_noise=learn_noise, noise_precision=noise_precision, noise_column=noise_column,
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
         recalibrate=recalibrate, recalibration_map=recalibration_map,
-        recalibration_gate=recalibration_gate, **method_options,
+        recalibration_gate=recalibration_gate, noise_margin=noise_margin, **method_options,
     )  # fmt: skip
     return run_fit(
         data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,

@@ -12,7 +12,7 @@ import pytest
 from sigmabnn.api import fit, resume
 from sigmabnn.errors import InputError
 from sigmabnn.fitting.noise_choice import MARGIN_SE, beats, mixture_log_densities
-from sigmabnn.fitting.spec import build_spec
+from sigmabnn.fitting.spec import AUTO_NOISE_MARGIN, FitSpec, build_spec
 from sigmabnn.io.checkpoint import Checkpoint, TrainingInterrupted
 from sigmabnn.model.build import build_bnn, likelihood_for
 from sigmabnn.model.posterior import Data
@@ -73,6 +73,43 @@ def test_the_scale_head_must_win_by_more_than_the_noise_of_the_rows():
     assert not beats(noise + 0.9 * MARGIN_SE * se)
     assert beats(noise + 1.1 * MARGIN_SE * se)
     assert not beats(noise - 1.0)
+
+
+def test_a_margin_of_its_own_moves_the_threshold():
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=30)
+    noise = (noise - noise.mean()) / noise.std(ddof=1)
+    se = 1 / np.sqrt(30)
+    gain = noise + 2.0 * se  # z = 2
+    assert beats(gain, 1.9) and not beats(gain, 2.1) and beats(noise - 1.0, -1e6) and not beats(gain, 1e6)
+
+
+def test_the_margin_is_checked_and_recorded_where_it_enters():
+    spec = build_spec("y", noise_margin=2.5)
+    assert spec.model.noise_margin == 2.5 and spec.to_json()["noise_margin"] == 2.5
+    assert FitSpec.from_json(spec.to_json()).model.noise_margin == 2.5
+    default = build_spec("y")
+    assert default.model.noise_margin == AUTO_NOISE_MARGIN == MARGIN_SE and "noise_margin" not in default.to_json()
+    with pytest.raises(InputError, match="noise_margin applies only to likelihood='auto'"):
+        build_spec("y", likelihood="gaussian", noise_margin=2.0)
+    for bad in (float("inf"), float("nan"), True, "2"):
+        with pytest.raises(InputError, match="noise_margin must be a finite number"):
+            build_spec("y", noise_margin=bad)
+
+
+def test_a_forced_margin_keeps_its_model_from_the_same_starts():
+    """Margins past any gain fix the choice; both fits run the same choice and record the same gain and SE, and
+    the default margin's fit is the one of the model it picks."""
+    data = toy(200, 1, hetero=True)
+    runs = {m: fit(data, "y", ["x"], seed=2, progress=False, noise_margin=m, **SMALL) for m in (1e6, -1e6, None)}
+    choices = {m: report.noise_choice for m, (_, report) in runs.items()}
+    assert choices[1e6].likelihood == "gaussian" and choices[-1e6].likelihood == "hetero_student_t"
+    assert choices[1e6].gain == choices[-1e6].gain == choices[None].gain is not None
+    assert choices[1e6].gain_se == choices[None].gain_se > 0 and choices[-1e6].margin == -1e6
+    z = choices[None].gain / choices[None].gain_se
+    picked = -1e6 if z > MARGIN_SE else 1e6
+    assert choices[None].likelihood == choices[picked].likelihood
+    np.testing.assert_array_equal(runs[None][0].draws.positions, runs[picked][0].draws.positions)
 
 
 def test_a_growing_noise_scale_chooses_the_scale_head():

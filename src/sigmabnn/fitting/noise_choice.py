@@ -16,10 +16,11 @@ sampler then runs with that likelihood only, from those starts. The candidates:
 Score: per validation row, ``log (1/k) sum_j p(y | x, theta_j)``, the log density of the equally
 weighted mixture of the ``k`` MAP networks (standardised target units; both candidates share the
 transform, so their difference is that of the original units). The heteroscedastic model is chosen
-only when its mean beats the Gaussian's by more than :data:`MARGIN_SE` standard errors of the
-paired per-row difference: the scale head has many more ways to fit noise than one precision, and
-on a few dozen rows a small mean gain is noise, and choosing it on noise costs far more than it
-gains (the margin was set on the defaults battery's validation rows, ``benchmarks/defaults.py``).
+only when its mean beats the Gaussian's by more than ``spec.model.noise_margin`` standard errors of
+the paired per-row difference (fit's ``noise_margin``, default :data:`MARGIN_SE`): the scale head has
+many more ways to fit noise than one precision, and on a few dozen rows a small mean gain is noise,
+and choosing it on noise costs far more than it gains (the margin was set on the defaults battery's
+validation rows, ``benchmarks/defaults.py``).
 With fewer than :data:`sigmabnn.names.MIN_RECALIBRATION_ROWS` validation rows there is nothing to
 choose on and the Gaussian is kept.
 """
@@ -34,7 +35,7 @@ import numpy as np
 
 from sigmabnn import compiler
 from sigmabnn.fitting.prepare import PreparedData
-from sigmabnn.fitting.spec import FitSpec
+from sigmabnn.fitting.spec import AUTO_NOISE_MARGIN, FitSpec
 from sigmabnn.map import MAPConfig, cast_data, pretrain_map
 from sigmabnn.model.build import build_bnn
 from sigmabnn.model.posterior import BNN, Data
@@ -55,12 +56,16 @@ class NoiseChoice(NamedTuple):
         starts: the chosen model's MAP positions ``[k, d]`` (float64), the sampler's starts; ``None``
             when no choice was made.
         reason: one line saying how the choice was made.
+        gain, gain_se: the heteroscedastic model's mean per-row gain over the Gaussian (nats per row) and
+            its paired standard error; ``None`` when no choice was made.
     """
 
     likelihood: str
     val_log_density: dict[str, float]
     starts: np.ndarray | None
     reason: str
+    gain: float | None = None
+    gain_se: float | None = None
 
 
 def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.Array, data: Data) -> jax.Array:
@@ -78,10 +83,10 @@ def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.A
     return jax.scipy.special.logsumexp(logp, axis=0) - jnp.log(logp.shape[0])
 
 
-#: The heteroscedastic model must beat the Gaussian by more than this many paired standard errors. Set on
-#: the defaults battery's validation fits (``benchmarks/defaults.py --phase validate``; its records carry
-#: each choice's gain and SE, ``results/defaults_validation.md``).
-MARGIN_SE = 1.0
+#: The heteroscedastic model must beat the Gaussian by more than this many paired standard errors, unless the
+#: fit names another margin. Set on the defaults battery's validation fits (``benchmarks/defaults.py --phase
+#: validate``; its records carry each choice's gain and SE, ``results/defaults_validation.md``).
+MARGIN_SE = AUTO_NOISE_MARGIN
 
 
 _mixture_log_densities = compiler.jit(mixture_log_densities, static_argnums=(0,))
@@ -128,13 +133,14 @@ def choose_noise_model(
     scores = {name: float(np.mean(r)) for name, r in rows.items()}
     gain = rows["hetero_student_t"] - rows["gaussian"]
     se = paired_se(gain)
-    best = "hetero_student_t" if beats(gain) else "gaussian"
+    margin = spec.model.noise_margin
+    best = "hetero_student_t" if beats(gain, margin) else "gaussian"
     listed = ", ".join(f"{name} {score:.4g}" for name, score in scores.items())
     reason = (
         f"the MAP starts' mean log density on {n_val} validation rows (nats per row): {listed}; "
-        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.2g}; chosen above {MARGIN_SE:g} SE)"
+        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.3g}; chosen above {margin:g} SE)"
     )
-    return NoiseChoice(best, scores, np.asarray(positions[best], np.float64), reason)
+    return NoiseChoice(best, scores, np.asarray(positions[best], np.float64), reason, float(np.mean(gain)), se)
 
 
 def paired_se(gain: np.ndarray) -> float:
@@ -142,10 +148,10 @@ def paired_se(gain: np.ndarray) -> float:
     return float(np.std(gain, ddof=1) / np.sqrt(gain.size))
 
 
-def beats(gain: np.ndarray) -> bool:
-    """Whether per-row log-density gains ``gain`` ``[n]`` of a model over another exceed :data:`MARGIN_SE`
-    paired standard errors."""
-    return bool(float(np.mean(gain)) > MARGIN_SE * paired_se(gain))
+def beats(gain: np.ndarray, margin: float = MARGIN_SE) -> bool:
+    """Whether per-row log-density gains ``gain`` ``[n]`` of a model over another exceed ``margin`` paired
+    standard errors."""
+    return bool(float(np.mean(gain)) > margin * paired_se(gain))
 
 
 def _bnn(spec: FitSpec, data: PreparedData, name: str) -> BNN:

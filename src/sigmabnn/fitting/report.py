@@ -268,14 +268,20 @@ class NoiseChoiceSummary(_Section):
         reason: one line saying how the choice was made.
         seconds: wall time of the choice (its MAP fits, which the chosen model's chains start from; the
             timings' ``map_seconds`` are then only the chains' set-up).
+        gain, gain_se: the heteroscedastic model's mean per-row gain over the Gaussian on the validation
+            rows and its paired standard error (nats per row); ``None`` when no choice was made.
+        margin: the margin in standard errors the gain had to exceed.
     """
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds", "gain", "gain_se", "margin")
 
     likelihood: str | None = None
     val_log_density: Mapping[str, float] = field(default_factory=dict)
     reason: str | None = None
     seconds: float | None = None
+    gain: float | None = None
+    gain_se: float | None = None
+    margin: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 

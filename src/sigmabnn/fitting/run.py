@@ -218,7 +218,10 @@ def _noise_model(
     seconds = time.perf_counter() - t0
     how = "MAP starts of both fitted and scored on the validation rows" if choice.val_log_density else "no choice"
     log_phase(f"noise model chosen: {choice.likelihood} ({how})", seconds, progress)
-    summary = NoiseChoiceSummary(choice.likelihood, choice.val_log_density, choice.reason, seconds)
+    margin = spec.model.noise_margin if choice.gain is not None else None
+    summary = NoiseChoiceSummary(
+        choice.likelihood, choice.val_log_density, choice.reason, seconds, choice.gain, choice.gain_se, margin
+    )
     return summary, spec.with_likelihood(choice.likelihood), choice.starts
 
 

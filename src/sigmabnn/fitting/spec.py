@@ -42,8 +42,8 @@ from sigmabnn.train.gibbs import HyperPrior
 from sigmabnn.vi import VIConfig
 
 __all__ = [
-    "AUTO_RECALIBRATION_GATE", "AUTO_RECALIBRATION_MAP", "DataSpec", "FitSpec", "MethodSpec", "ModelSpec",
-    "auto_min_val_rows", "auto_recalibration", "build_spec", "json_value",
+    "AUTO_NOISE_MARGIN", "AUTO_RECALIBRATION_GATE", "AUTO_RECALIBRATION_MAP", "DataSpec", "FitSpec", "MethodSpec",
+    "ModelSpec", "auto_min_val_rows", "auto_recalibration", "build_spec", "json_value",
 ]  # fmt: skip
 
 
@@ -74,6 +74,12 @@ class DataSpec(NamedTuple):
     baseline: tuple[str, ...] = ()
 
 
+#: ``likelihood="auto"``: the heteroscedastic noise model is chosen only when its MAP starts' mean validation log
+#: density beats the Gaussian's by more than this many paired standard errors (:mod:`sigmabnn.fitting.noise_choice`,
+#: where the reason is given).
+AUTO_NOISE_MARGIN = 1.0
+
+
 class ModelSpec(NamedTuple):
     """The network and its noise model.
 
@@ -88,6 +94,8 @@ class ModelSpec(NamedTuple):
         noise_choice: ``likelihood="auto"`` asked for a choice among :data:`sigmabnn.names.AUTO_NOISE_MODELS`
             on the validation rows (:mod:`sigmabnn.fitting.noise_choice`); ``likelihood`` is then the
             fallback (``"gaussian"``) until the fit replaces it with the choice (:meth:`FitSpec.with_likelihood`).
+        noise_margin: with ``noise_choice``, how many paired standard errors the heteroscedastic model's
+            validation log density must beat the Gaussian's by to be chosen (:data:`AUTO_NOISE_MARGIN`).
     """
 
     architecture: str | tuple[int, ...] = "auto"
@@ -98,6 +106,7 @@ class ModelSpec(NamedTuple):
     learn_noise: bool = True
     dtype: str = "float64"
     noise_choice: bool = False
+    noise_margin: float = AUTO_NOISE_MARGIN
 
 
 class MethodSpec(NamedTuple):
@@ -245,6 +254,7 @@ class FitSpec(NamedTuple):
             **({"baseline": list(d.baseline)} if d.baseline else {}),
             **({"likelihood": mo.likelihood, "noise_df": mo.noise_df} if mo.likelihood != "gaussian" else {}),
             **({"likelihood": "auto"} if mo.noise_choice else {}),
+            **({"noise_margin": mo.noise_margin} if mo.noise_margin != AUTO_NOISE_MARGIN else {}),
             **self._recalibrate_arg(),
         }
         return _json(args)
@@ -362,6 +372,19 @@ AUTO_RECALIBRATION_MAP = "quantile"
 AUTO_RECALIBRATION_GATE = 0.05
 
 
+def _noise_margin(margin: Any, auto: bool) -> float:
+    """The checked ``noise_margin`` of :func:`build_spec` (``None``: :data:`AUTO_NOISE_MARGIN`)."""
+    if margin is None:
+        return AUTO_NOISE_MARGIN
+    if not auto:
+        raise InputError(
+            "noise_margin applies only to likelihood='auto' (the noise model chosen on the validation rows)"
+        )
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not np.isfinite(margin):
+        raise InputError(f"noise_margin must be a finite number of standard errors, got {margin!r}")
+    return float(margin)
+
+
 def auto_recalibration(method: str, likelihood: str, noise_column: Any) -> str | None:
     """The rows ``recalibrate="auto"`` (fit's default) recalibrates on: ``"heldout"`` for an MCMC regression.
 
@@ -477,6 +500,7 @@ def build_spec(
     recalibrate: bool | str = "auto",
     recalibration_map: str | None = None,
     recalibration_gate: float | None = None,
+    noise_margin: float | None = None,
     **method_options: Any,
 ) -> FitSpec:
     """The validated :class:`FitSpec` of :func:`sigmabnn.api.fit`'s arguments (documented there).
@@ -493,6 +517,7 @@ def build_spec(
         raise InputError(f"noise_precision must be a positive number, got {noise_precision}")
     likelihood = str(likelihood).lower()
     noise_choice = likelihood == "auto" and auto_noise_choice(method, noise_column, noise_precision, learn_noise)
+    margin = _noise_margin(noise_margin, likelihood == "auto")
     if likelihood == "auto":
         likelihood = "gaussian"
     try:
@@ -549,6 +574,7 @@ def build_spec(
             learn_noise=bool(learn_noise),
             dtype=dtype,
             noise_choice=noise_choice,
+            noise_margin=margin,
         ),
         method=MethodSpec(
             name=method,
