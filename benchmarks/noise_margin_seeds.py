@@ -34,15 +34,22 @@ pooled LL by more than 2 SE and behind on no table (``numpyro_seeds.verdict``: a
 -2 SE); otherwise 1.0 stays. Coverage (mean ``|coverage - nominal|`` over the 68 % and 95 % intervals)
 and RMSE are printed beside it and decide nothing.
 
+A second question, added after the first cells ran and before any cell's validation LL of its sampled fits was
+recorded or seen: would sampling both noise models and keeping the one whose sampled predictive scores better on
+fit's own validation rows (``val_ll`` of the records: raw, before recalibration) choose better than any margin on
+the MAP starts? That rule (``sampled-val``) doubles the sampling time, so it is judged by the same rule against the
+margin chosen above, and printed beside the margins; the cells run before ``val_ll`` was recorded are rerun.
+
 Run: ``python benchmarks/noise_margin_seeds.py`` (resumable; 20 to 90 s per cell on 2 cores);
 ``--tables``, ``--seeds`` select a part; ``--table-only`` rewrites the Markdown from the JSON.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +75,7 @@ defaults.ENTRIES.update(ENTRIES)
 #: The margins compared (paired standard errors); ``math.inf``: the Gaussian always.
 MARGINS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, math.inf)
 CURRENT = 1.0
+SAMPLED = "sampled-val"
 TIE = 0.001
 Z = numpyro_seeds.Z
 TIMEOUT = 900.0
@@ -94,6 +102,7 @@ def cells(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "ll_difference_se": diff[1] if diff else None, "rmse_gaussian": g["rmse"], "rmse_hetero": h["rmse"],
             **{f"cov{lv}_{name}": r.get(f"coverage_{lv}") for lv in LEVELS
                for name, r in (("gaussian", g), ("hetero", h))},
+            "val_ll_gaussian": g.get("val_ll"), "val_ll_hetero": h.get("val_ll"),
             "seconds_gaussian": g.get("seconds"), "seconds_hetero": h.get("seconds"),
         })  # fmt: skip
     return out
@@ -104,42 +113,69 @@ def picked(cell: dict[str, Any], margin: float) -> str:
     return "hetero" if cell["z"] > margin else "gaussian"
 
 
+def picked_sampled(cell: dict[str, Any]) -> str:
+    """The model ``sampled-val`` picks: the one whose sampled fit scores better on fit's validation rows."""
+    return "hetero" if cell["val_ll_hetero"] > cell["val_ll_gaussian"] else "gaussian"
+
+
 def miscalibration(cell: dict[str, Any], model: str) -> float:
     """Mean ``|coverage - nominal|`` over the 68 % and 95 % intervals of one of a cell's fits."""
     return float(np.mean([abs(cell[f"cov{lv}_{model}"] - lv / 100) for lv in LEVELS]))
 
 
-def margin_rows(cell_rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(per margin, per table and margin)``: LL differences from the current margin, verdicts, coverage."""
+Picker = Callable[[dict[str, Any]], str]
+
+
+def rule_rows(
+    cell_rows: Sequence[dict[str, Any]], name: str, value: float, pick: Picker, base: Picker
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(summary, per table)`` of the rule ``pick`` against the rule ``base``: LL differences, verdicts, coverage."""
     tables = [t for t in TABLES if any(c["table"] == t for c in cell_rows)]
+    means, ses, behind, per_table = [], [], [], []
+    for table in tables:
+        mine = [c for c in cell_rows if c["table"] == table]
+        mean, se, verdict = numpyro_seeds.verdict([c[f"ll_{pick(c)}"] - c[f"ll_{base(c)}"] for c in mine], True)
+        means.append(mean)
+        ses.append(se or 0.0)
+        behind += [table] if verdict == "behind" else []
+        per_table.append({
+            "margin": name, "table": table, "seeds": len(mine), "hetero_picked": sum(pick(c) == "hetero" for c in mine),
+            "ll_difference": mean, "ll_se": se, "ll_verdict": verdict,
+        })  # fmt: skip
+    picks = [(c, pick(c)) for c in cell_rows]
+    summary = {
+        "margin": name, "value": value, "tables": len(tables), "pooled_ll_difference": float(np.mean(means)),
+        "pooled_se": math.sqrt(sum(s * s for s in ses)) / len(ses), "behind_on": ", ".join(behind) or "none",
+        "hetero_picked": f"{sum(p == 'hetero' for _, p in picks)}/{len(picks)}",
+        "mean_ll": float(np.mean([c[f"ll_{p}"] for c, p in picks])),
+        "miscalibration": float(np.mean([miscalibration(c, p) for c, p in picks])),
+        "oracle_agreement": float(np.mean([(p == "hetero") == (c["ll_difference"] > 0) for c, p in picks])),
+    }  # fmt: skip
+    return summary, per_table
+
+
+def margin_rows(cell_rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(per margin, per table and margin)``: each margin against the current one (:func:`rule_rows`)."""
     per_margin, per_table = [], []
     for margin in MARGINS:
-        means, ses, behind = [], [], []
-        for table in tables:
-            mine = [c for c in cell_rows if c["table"] == table]
-            diffs = [c[f"ll_{picked(c, margin)}"] - c[f"ll_{picked(c, CURRENT)}"] for c in mine]
-            mean, se, verdict = numpyro_seeds.verdict(diffs, higher_is_better=True)
-            means.append(mean)
-            ses.append(se or 0.0)
-            behind += [table] if verdict == "behind" else []
-            per_table.append({
-                "margin": margin_text(margin), "table": table, "seeds": len(mine),
-                "hetero_picked": sum(picked(c, margin) == "hetero" for c in mine), "ll_difference": mean,
-                "ll_se": se, "ll_verdict": verdict,
-            })  # fmt: skip
-        pooled_se = math.sqrt(sum(s * s for s in ses)) / len(ses)
-        picks = [picked(c, margin) for c in cell_rows]
-        per_margin.append({
-            "margin": margin_text(margin), "value": margin, "tables": len(tables),
-            "pooled_ll_difference": float(np.mean(means)),
-            "pooled_se": pooled_se, "behind_on": ", ".join(behind) or "none",
-            "hetero_picked": f"{picks.count('hetero')}/{len(picks)}",
-            "mean_ll": float(np.mean([c[f"ll_{p}"] for c, p in zip(cell_rows, picks, strict=True)])),
-            "miscalibration": float(np.mean([miscalibration(c, p) for c, p in zip(cell_rows, picks, strict=True)])),
-            "oracle_agreement": float(np.mean([(p == "hetero") == (c["ll_difference"] > 0)
-                                               for c, p in zip(cell_rows, picks, strict=True)])),
-        })  # fmt: skip
+        pick = functools.partial(_pick_margin, margin=margin)
+        summary, tables = rule_rows(cell_rows, margin_text(margin), margin, pick, _current)
+        per_margin.append(summary)
+        per_table += tables
     return per_margin, per_table
+
+
+def sampled_rows(cell_rows: Sequence[dict[str, Any]], margin: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``sampled-val`` against the chosen ``margin`` (:func:`rule_rows`); every cell needs its ``val_ll``."""
+    return rule_rows(cell_rows, SAMPLED, math.nan, picked_sampled, functools.partial(_pick_margin, margin=margin))
+
+
+def _pick_margin(cell: dict[str, Any], margin: float) -> str:
+    return picked(cell, margin)
+
+
+def _current(cell: dict[str, Any]) -> str:
+    return picked(cell, CURRENT)
 
 
 def margin_text(margin: float) -> str:
@@ -160,6 +196,17 @@ def decide(per_margin: Sequence[dict[str, Any]], expected_tables: int) -> tuple[
         return best["value"], f"margin {best['margin']} is ahead by more than {Z:g} SE and behind on no table: adopted"
     why = "not ahead by more than 2 SE" if not ahead else f"behind on {best['behind_on']}"
     return CURRENT, f"the best margin, {best['margin']}, is {why}: {CURRENT:g} kept"
+
+
+def decide_sampled(summary: dict[str, Any] | None, margin: float, expected_tables: int) -> str:
+    """The module docstring's rule for ``sampled-val`` against the chosen ``margin``, in words."""
+    if summary is None or summary["tables"] < expected_tables:
+        return "incomplete: not every cell has its sampled fits' validation LL"
+    ahead = summary["pooled_ll_difference"] > Z * summary["pooled_se"]
+    if ahead and summary["behind_on"] == "none":
+        return f"ahead of margin {margin_text(margin)} by more than {Z:g} SE and behind on no table: worth its time"
+    why = "not ahead by more than 2 SE" if not ahead else f"behind on {summary['behind_on']}"
+    return f"{why} against margin {margin_text(margin)}: not worth sampling both"
 
 
 MARGIN_COLUMNS = (
@@ -198,6 +245,8 @@ CELL_COLUMNS = (
     ("cov95_gaussian", "cov 95 G", ".3f"),
     ("cov68_hetero", "cov 68 H", ".3f"),
     ("cov95_hetero", "cov 95 H", ".3f"),
+    ("val_ll_gaussian", "val LL G", ".4f"),
+    ("val_ll_hetero", "val LL H", ".4f"),
     ("seconds_hetero", "s hetero", ".1f"),
 )
 
@@ -224,11 +273,27 @@ def markdown(data: dict[str, Any]) -> str:
         markdown_table(cell_rows, CELL_COLUMNS),
     ]
     lines += ["", "## Per table and margin", "", markdown_table(per_table, TABLE_COLUMNS)]
+    lines += _sampled_section(cell_rows, margin)
     failed = [r for r in data["records"] if r.get("status") != "ok"]
     if failed:
         lines += ["", "Cells not scored: " + "; ".join(f"{'/'.join(map(str, numpyro_seeds.cell_key(r)))}: "
                                                       f"{r.get('error')}" for r in failed)]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _sampled_section(cell_rows: Sequence[dict[str, Any]], margin: float) -> list[str]:
+    """The ``sampled-val`` rule against the chosen margin (module docstring), on the cells with their val LL."""
+    ready = [c for c in cell_rows if c["val_ll_gaussian"] is not None and c["val_ll_hetero"] is not None]
+    summary, per_table = sampled_rows(ready, margin) if ready else (None, [])
+    tables = len({c["table"] for c in cell_rows})
+    verdict = decide_sampled(summary if len(ready) == len(cell_rows) else None, margin, max(tables, len(TABLES)))
+    columns = tuple((k, label.replace("from 1.0", f"from margin {margin_text(margin)}"), f) for k, label, f in
+                    MARGIN_COLUMNS)  # fmt: skip
+    lines = ["", f"## Sampling both: {SAMPLED} against margin {margin_text(margin)}", ""]
+    lines += [f"On {len(ready)} of {len(cell_rows)} cells (those with both fits' validation LL). Verdict: {verdict}."]
+    if summary is not None:
+        lines += ["", markdown_table([summary], columns), "", markdown_table(per_table, TABLE_COLUMNS)]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

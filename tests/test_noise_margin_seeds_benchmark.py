@@ -68,6 +68,20 @@ def test_the_rule_keeps_the_current_margin_unless_another_is_clearly_ahead(bench
     assert "incomplete" in bench.decide(per_margin, len(tables) + 1)[1]
 
 
+def test_sampling_both_picks_by_the_sampled_validation_ll(bench):
+    records = cells(bench, "smooth6d-300", [(1.2, 0.7, 0.3), (1.8, 0.6, 0.4), (3.5, 0.5, 0.9)])
+    for r in records:  # the validation rows favour the Gaussian on the first two seeds, the scale head on the third
+        better = (r["seed"] < 2) == (r["sampler"] == bench.GAUSSIAN)
+        r["val_ll"] = 1.0 if better else 0.0
+    rows = bench.cells(records)
+    assert [bench.picked_sampled(c) for c in rows] == ["gaussian", "gaussian", "hetero"]
+    summary, per_table = bench.sampled_rows(rows, 1.0)
+    # against margin 1 (hetero on all three): +0.4, +0.2, 0
+    assert summary["pooled_ll_difference"] == pytest.approx(0.6 / 3) and per_table[0]["seeds"] == 3
+    assert summary["oracle_agreement"] == 1.0
+    assert "not worth" in bench.decide_sampled(summary, 1.0, 1) and "incomplete" in bench.decide_sampled(None, 1.0, 1)
+
+
 def test_the_page_renders_from_records(bench, tmp_path):
     records = cells(bench, "smooth6d-300", [(1.2, 0.7, 0.3), (1.8, 0.6, 0.4)])
     page = bench.markdown({"records": records, "runs": []})
