@@ -85,7 +85,8 @@ def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.A
 
 #: The heteroscedastic model must beat the Gaussian by more than this many paired standard errors, unless the
 #: fit names another margin. Set on the defaults battery's validation fits (``benchmarks/defaults.py --phase
-#: validate``; its records carry each choice's gain and SE, ``results/defaults_validation.md``).
+#: validate``, ``results/defaults_validation.md``) and kept over many training sets
+#: (``benchmarks/noise_margin_seeds.py``; :data:`sigmabnn.fitting.spec.AUTO_NOISE_MARGIN`).
 MARGIN_SE = AUTO_NOISE_MARGIN
 
 
