@@ -10,7 +10,9 @@ training set each, too few to set a margin by. Here each table is fitted on seve
 twice from the same MAP starts:
 
 - ``always-gaussian``: the library's default with ``noise_margin=1e6`` (the Gaussian is kept);
-- ``always-hetero``: the same with ``noise_margin=-1e6`` (the heteroscedastic model is kept).
+- ``always-hetero``: the same with ``noise_margin=-1e6`` (the heteroscedastic model is kept);
+
+both with ``noise_choice_by="starts"`` (one model sampled: the default when they ran).
 
 Both run the same choice (same key, same MAP fits), so both record the same gain and paired SE of the
 choice (``noise_choice.gain``, ``gain_se``; their ratio ``z``), and each is exactly the default's fit
@@ -42,9 +44,9 @@ margin chosen above, and printed beside the margins; the cells run before ``val_
 
 Outcome of the run of 2026-12-06 (``results/noise_margin_seeds.md``, 43 cells on 9 tables): the margin 1.0 has
 the largest pooled LL of the margins and stays (``AUTO_NOISE_MARGIN``); ``sampled-val`` passes its rule against it,
-by a hair (the page gives the numbers). It is not the library's choice yet: sampling both models in a checkpointed
-run (every ``sigmabnn train``) needs the first model's draws kept in the checkpoint so that a resumed run can still
-compare them, which is not built.
+by a hair (the page gives the numbers), and is the library's default since (``noise_choice_by="sampled"``,
+``sigmabnn.fitting.sampled_choice``; a checkpointed run keeps the first model's finished fit in its checkpoint so
+that a resumed run still compares the two).
 
 Run: ``python benchmarks/noise_margin_seeds.py`` (resumable; 20 to 90 s per cell on 2 cores);
 ``--tables``, ``--seeds`` select a part; ``--table-only`` rewrites the Markdown from the JSON.
@@ -76,7 +78,10 @@ SEEDS = (0, 1, 2, 3, 4)
 GAUSSIAN, HETERO = "always-gaussian", "always-hetero"
 #: A margin no gain reaches in either direction: the choice is fixed, its MAP fits and record unchanged.
 FORCED = 1e6
-ENTRIES = {GAUSSIAN: {"noise_margin": FORCED}, HETERO: {"noise_margin": -FORCED}}
+ENTRIES = {
+    GAUSSIAN: {"noise_margin": FORCED, "noise_choice_by": "starts"},
+    HETERO: {"noise_margin": -FORCED, "noise_choice_by": "starts"},
+}
 defaults.ENTRIES.update(ENTRIES)
 #: The margins compared (paired standard errors); ``math.inf``: the Gaussian always.
 MARGINS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, math.inf)

@@ -304,6 +304,7 @@ def test_the_noise_reference_is_the_added_polish_with_the_gaussian_forced(bench)
     name = bench.NOISE_REFERENCE
     assert name in bench.EXPLORATORY and name not in bench.CANDIDATES and name not in bench.POLISH_CANDIDATES
     base = bench.fit_kwargs("default-lbfgs-es-rows", 6, 270, False)
+    base.pop("noise_choice_by")  # a forced Gaussian makes no choice
     assert bench.fit_kwargs(name, 6, 270, False) == {**base, "likelihood": "gaussian"}
     records = [
         rec("a", "sigmabnn", phase="validate", test_ll=1.2, likelihood="hetero_student_t", row_ll=[0.5, 0.7, 0.9]),
@@ -424,7 +425,8 @@ def test_an_exploratory_entry_is_summarised_and_shown_but_never_chosen(bench):
     """``default-lbfgs1000`` runs beside the candidates (``--phase validate``'s default methods) and is not one."""
     assert "default-lbfgs1000" in bench.EXPLORATORY and "default-lbfgs1000" in bench.VALIDATE_METHODS
     assert "default-lbfgs1000" not in bench.CANDIDATES
-    assert bench.fit_kwargs("default-lbfgs1000", 2, 100, False) == {"map": {"lbfgs_steps": 1000}}
+    starts = {"noise_choice_by": "starts"}  # the noise choice of the time, written out
+    assert bench.fit_kwargs("default-lbfgs1000", 2, 100, False) == {**starts, "map": {"lbfgs_steps": 1000}}
     records = [
         rec("a", "chees-map", phase="validate", test_ll=1.0, seconds=30.0),
         rec("a", "default-lbfgs1000", phase="validate", test_ll=2.0, seconds=20.0),  # better and faster
@@ -442,7 +444,8 @@ def test_the_polish_rule_adds_the_early_stopped_polish_only_when_better_on_time_
     assert set(bench.POLISH_CANDIDATES) <= set(bench.EXPLORATORY) and not set(bench.POLISH_CANDIDATES) & set(
         bench.CANDIDATES
     )
-    assert bench.fit_kwargs(name, 2, 100, False) == {"map": {"lbfgs_steps": 1000, "lbfgs_patience": 100}}
+    expected = {"noise_choice_by": "starts", "map": {"lbfgs_steps": 1000, "lbfgs_patience": 100}}
+    assert bench.fit_kwargs(name, 2, 100, False) == expected
 
     def verdict(ll, seconds=20.0, tables=("a", "b")):
         records = [rec(t, "sigmabnn", phase="validate", test_ll=1.0, seconds=20.0) for t in ("a", "b")]
@@ -468,7 +471,8 @@ def test_the_row_budgeted_polish_caps_its_iterations_by_the_rows_fit_trains_on(b
     import pandas as pd
 
     name = "default-lbfgs-es-rows"
-    assert bench.fit_kwargs(name, 2, 100, False) == {"map": {"lbfgs_patience": 100, "lbfgs_steps": 1000}}
+    expected = {"noise_choice_by": "starts", "map": {"lbfgs_patience": 100, "lbfgs_steps": 1000}}
+    assert bench.fit_kwargs(name, 2, 100, False) == expected
     assert bench.fit_kwargs(name, 2, 8000, False)["map"]["lbfgs_steps"] == 2**22 // 8000 == 524
     df = pd.DataFrame({"a": np.arange(10_000.0), "y": np.arange(10_000.0)})
     rows = bench.fit_rows(name, df, False)
@@ -526,7 +530,8 @@ def test_the_rule_then_takes_the_float32_twin_only_when_it_is_faster_and_its_ll_
 
 def test_the_rule_last_takes_the_chosen_options_with_the_noise_model_choice_when_they_fit_better(bench):
     chosen = "chees-within-8x125-rows-w-sauto-b18w17-f32-auto"
-    assert bench.ENTRIES[bench.NOISE_CANDIDATE] == {**bench.ENTRIES[chosen], "likelihood": "auto"}
+    expected = {**bench.ENTRIES[chosen], "likelihood": "auto", "noise_choice_by": "starts"}
+    assert bench.ENTRIES[bench.NOISE_CANDIDATE] == expected
     base = {"sampler": chosen, "mean_ll_gap": 0.10, "mean_abs_coverage_error": 0.040}
 
     def step(gap, coverage_error, name=chosen):

@@ -116,6 +116,7 @@ def fit(
     recalibration_map: str | None = None,
     recalibration_gate: float | None = None,
     noise_margin: float | None = None,
+    noise_choice_by: str | None = None,
     initial_positions: Any = None,
     client: Any = None,
     chains_per_task: int | None = None,
@@ -126,8 +127,7 @@ def fit(
     Args:
         data: a path (``.csv``, ``.csv.gz``, ``.parquet``) or a DataFrame.
         target: the column to predict.
-        features: input columns; default every other numeric column (after
-            derived features are added, so those are included).
+        features: input columns; default every other numeric column (derived features included).
         method: ``"chees"`` (ChEES-HMC, the default), ``"nuts"``, ``"hmc"``, ``"mh"`` (MCMC), ``"bbb"``,
             ``"flipout"`` (VI) or ``"ensemble"`` (deep ensemble with a learned variance).
             Every MCMC method starts its chains from MAP fits; the default's settings
@@ -140,8 +140,7 @@ def fit(
             regression's val part trains instead if < 20 rows: :func:`sigmabnn.fitting.spec.auto_min_val_rows`).
         seed: seed of the split and of the run (``jax.random.key(seed)``).
         num_chains: MCMC chains (default: the method's, :func:`sigmabnn.train.default_config`; ignored by VI).
-        num_warmup: warm-up iterations per chain (default scaled to the problem,
-            :func:`sigmabnn.train.default_config`); VI: ignored.
+        num_warmup: warm-up iterations per chain (default: :func:`sigmabnn.train.default_config`); VI: ignored.
         num_samples: kept draws per chain (MCMC); VI: draws from q in total.
         learn_noise: Gibbs-sample (MCMC) or optimise (VI) the noise precision.
         noise_precision: initial (or, with ``learn_noise=False``, fixed) noise
@@ -155,22 +154,21 @@ def fit(
             ``"hetero_student_t"`` (heavy tails, a per-point scale output by the network,
             :class:`~sigmabnn.model.likelihoods.HeteroscedasticStudentT`; MCMC only; ``architecture``
             is the mean network's, the scale output is added; its MAP starts: :mod:`sigmabnn.scale_head`).
-            ``"auto"``: an MCMC regression with a learnt noise takes ``"hetero_student_t"`` where its MAP
-            starts predict the validation rows better, else ``"gaussian"`` (:mod:`sigmabnn.fitting.noise_choice`;
-            the report's ``noise_choice``); other fits take ``"gaussian"``. ``"categorical"``: a classifier of
-            the target's integer or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the
-            sorted label set stored in the model; one logit per class; the logits' temperature fitted on the
-            validation rows when it lowers their NLL; no noise, log-target, baseline or recalibration
-            options; ``predict`` then returns a :class:`~sigmabnn.predict.classes.ClassPrediction`).
+            ``"auto"``: an MCMC regression with a learnt noise takes ``"hetero_student_t"`` where it predicts the
+            validation rows better, else ``"gaussian"`` (:mod:`sigmabnn.fitting.noise_choice`; the report's
+            ``noise_choice``); other fits take ``"gaussian"``. ``"categorical"``: a classifier of the target's
+            integer or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the sorted label set
+            stored in the model; one logit per class; the logits' temperature fitted on the validation rows
+            when it lowers their NLL; no noise, log-target, baseline or recalibration options; ``predict``
+            then returns a :class:`~sigmabnn.predict.classes.ClassPrediction`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"``, ``"float32"`` or ``None`` (:func:`~sigmabnn.fitting.spec.auto_dtype`).
         progress: progress bars on stderr.
         derive: derived features, ``"name=expression"`` strings or ``(name, expression)`` pairs.
             Names starting with one ``_`` are helpers for later expressions, not inputs.
-        baseline: input features of a linear log-space baseline of the target
-            (:class:`~sigmabnn.data.transforms.LinearBaseline`, least squares on the training
-            rows): the network then models ``log10 y - b(x)`` (or ``y - b(x)``), and prediction
-            adds ``b(x)`` back. Empty: no baseline.
+        baseline: input features of a linear log-space baseline of the target (:class:`~sigmabnn.data.
+            transforms.LinearBaseline`, least squares on the training rows): the network then models
+            ``log10 y - b(x)`` (or ``y - b(x)``), and prediction adds ``b(x)`` back. Empty: no baseline.
         checkpoint: a model path to train into (MCMC: MAP results, streamed draws and the
             resumable state are kept there; an interruption leaves a partial model there and
             raises :class:`~sigmabnn.io.checkpoint.TrainingInterrupted`). The finished model is
@@ -185,10 +183,9 @@ def fit(
         recalibration_map, recalibration_gate: the map (``"quantile"`` or ``"scale"``) and the p-value
             below which a KS test of uniform PIT values keeps it (1: always); ``None``: the automatic
             choice with ``"auto"`` (:mod:`sigmabnn.fitting.spec`), else ``"quantile"`` and 1.
-        noise_margin: with ``likelihood="auto"``, how many paired standard errors the heteroscedastic model's
-            validation log density must beat the Gaussian's by to be chosen; ``None``:
-            :data:`sigmabnn.fitting.spec.AUTO_NOISE_MARGIN`. A very large value keeps the Gaussian and a
-            very negative one the heteroscedastic model, both from the same MAP starts.
+        noise_margin, noise_choice_by: how ``likelihood="auto"`` chooses (:class:`sigmabnn.fitting.spec.ModelSpec`;
+            ``None``: the defaults there): the paired SEs by which the scale head's MAP starts must win, and
+            ``"starts"`` (one model sampled) or ``"sampled"`` (both sampled, the better on the val rows kept).
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
@@ -214,15 +211,12 @@ def fit(
         ``(fitted, report)``: the :class:`~sigmabnn.fitted.FittedModel` and its
         :class:`~sigmabnn.fitting.report.FitReport`, read by attribute (``report.sampler.acceptance``);
         its JSON is stored as ``fitted.diagnostics`` (``fitted.report`` reads it back).
-        Sections: ``data`` (rows, dropped rows per column, split sizes, features,
-        fingerprint), ``model``, ``method``, ``sampler`` (MCMC: acceptance per
-        chain, divergences, step sizes, E-BFMI, function-space R-hat/ESS,
-        warnings; VI: final loss and KL), ``noise_std`` (posterior mean of the
-        learnt noise std in log-space target units, i.e. log10 units for a log
-        target; ``hetero_student_t``: its mean over the networks and training rows),
-        ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
-        :func:`sigmabnn.evaluate.metrics.evaluate` on at most
-        :data:`sigmabnn.fitting.score.METRICS_MAX_ROWS` rows each).
+        Sections: ``data`` (rows, dropped rows per column, split sizes, features, fingerprint), ``model``,
+        ``method``, ``sampler`` (MCMC: acceptance per chain, divergences, step sizes, E-BFMI, function-space
+        R-hat/ESS, warnings; VI: final loss and KL), ``noise_std`` (posterior mean of the learnt noise std in
+        log-space target units, i.e. log10 units for a log target; ``hetero_student_t``: its mean over the
+        networks and training rows), ``timings`` (seconds) and ``metrics`` (``train``/``val``, from
+        :func:`sigmabnn.evaluate.metrics.evaluate` on at most :data:`sigmabnn.fitting.score.METRICS_MAX_ROWS` rows).
 
     Raises:
         InputError / DataError: bad arguments or data (one-line message).
@@ -235,7 +229,8 @@ def fit(
         num_samples=num_samples, learn_noise=learn_noise, noise_precision=noise_precision, noise_column=noise_column,
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
         recalibrate=recalibrate, recalibration_map=recalibration_map,
-        recalibration_gate=recalibration_gate, noise_margin=noise_margin, **method_options,
+        recalibration_gate=recalibration_gate, noise_margin=noise_margin,
+        noise_choice_by=noise_choice_by, **method_options,
     )  # fmt: skip
     return run_fit(
         data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,

@@ -101,7 +101,8 @@ def test_a_forced_margin_keeps_its_model_from_the_same_starts():
     """Margins past any gain fix the choice; both fits run the same choice and record the same gain and SE, and
     the default margin's fit is the one of the model it picks."""
     data = toy(200, 1, hetero=True)
-    runs = {m: fit(data, "y", ["x"], seed=2, progress=False, noise_margin=m, **SMALL) for m in (1e6, -1e6, None)}
+    runs = {m: fit(data, "y", ["x"], seed=2, progress=False, noise_margin=m, noise_choice_by="starts", **SMALL)
+            for m in (1e6, -1e6, None)}  # fmt: skip
     choices = {m: report.noise_choice for m, (_, report) in runs.items()}
     assert choices[1e6].likelihood == "gaussian" and choices[-1e6].likelihood == "hetero_student_t"
     assert choices[1e6].gain == choices[-1e6].gain == choices[None].gain is not None
@@ -110,6 +111,60 @@ def test_a_forced_margin_keeps_its_model_from_the_same_starts():
     picked = -1e6 if z > MARGIN_SE else 1e6
     assert choices[None].likelihood == choices[picked].likelihood
     np.testing.assert_array_equal(runs[None][0].draws.positions, runs[picked][0].draws.positions)
+
+
+def test_sampled_choice_keeps_the_model_whose_posterior_predicts_the_validation_rows_better():
+    """Both models sampled from the choice's starts: each is the fit with its model forced (same draws), and the
+    kept one has the higher validation log predictive density of the two."""
+    data = toy(200, 1, hetero=True)
+    fitted, report = fit(data, "y", ["x"], seed=2, progress=False, noise_choice_by="sampled", **SMALL)
+    scores = report.noise_choice.sampled_val_log_density
+    assert set(scores) == {"gaussian", "hetero_student_t"} and "both sampled" in report.noise_choice.reason
+    kept = max(scores, key=scores.get)
+    assert report.model.likelihood == report.noise_choice.likelihood == kept == fitted.bnn.likelihood.name
+    for margin, name in ((1e6, "gaussian"), (-1e6, "hetero_student_t")):
+        forced, forced_report = fit(data, "y", ["x"], seed=2, progress=False, noise_margin=margin,
+                                    noise_choice_by="starts", **SMALL)  # fmt: skip
+        assert forced_report.model.likelihood == name
+        assert scores[name] == pytest.approx(-forced_report.metrics["val"]["original"]["nll"], rel=1e-12)
+        if name == kept:
+            np.testing.assert_array_equal(forced.draws.positions, fitted.draws.positions)
+    assert report.timings.total_seconds > report.noise_choice.seconds + report.timings.fit_seconds
+    with pytest.raises(InputError, match="noise_choice_by must be one of starts, sampled"):
+        build_spec("y", noise_choice_by="posterior")
+    with pytest.raises(InputError, match="noise_choice_by applies only to likelihood='auto'"):
+        build_spec("y", likelihood="gaussian", noise_choice_by="sampled")
+    spec = build_spec("y", noise_choice_by="sampled")
+    assert FitSpec.from_json(spec.to_json()).model.noise_choice_by == "sampled"
+
+
+@pytest.mark.slow
+def test_a_resumed_sampled_choice_compares_with_the_model_sampled_first(tmp_path, monkeypatch):
+    """Interrupted while sampling the second model: the first, finished in memory, waits in the checkpoint, and the
+    resumed run keeps the model the uninterrupted one keeps, with its draws."""
+    path = tmp_path / "data.csv"
+    toy(300, 0, hetero=True).to_csv(path, index=False)
+    options = dict(method="mh", noise_choice_by="sampled", architecture="1-3-1", num_chains=2, num_warmup=40,
+                   num_samples=60, progress=False, map={"num_steps": 200}, seed=5)  # fmt: skip
+    reference, first = fit(path, "y", **options)
+    commit = Checkpoint.commit
+
+    def stop_in_sampling(self, iteration, state):
+        commit(self, iteration, state)
+        if iteration == 90:  # commits after the warm-up (40) and every 50 sampling iterations
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "commit", stop_in_sampling)
+    model = tmp_path / "m.model"
+    with pytest.raises(TrainingInterrupted):
+        fit(path, "y", checkpoint=model, **options)
+    assert (model / "checkpoint" / "alternative" / "model.json").is_file()
+    monkeypatch.setattr(Checkpoint, "commit", commit)
+    fitted, report = resume(model, progress=False)
+    assert report.model.likelihood == first.model.likelihood
+    assert report.noise_choice.sampled_val_log_density == pytest.approx(first.noise_choice.sampled_val_log_density)
+    np.testing.assert_array_equal(fitted.draws.positions, reference.draws.positions)
+    assert not (model / "checkpoint").exists()
 
 
 def test_a_growing_noise_scale_chooses_the_scale_head():

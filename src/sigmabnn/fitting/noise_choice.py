@@ -58,6 +58,8 @@ class NoiseChoice(NamedTuple):
         reason: one line saying how the choice was made.
         gain, gain_se: the heteroscedastic model's mean per-row gain over the Gaussian (nats per row) and
             its paired standard error; ``None`` when no choice was made.
+        other_starts: the MAP positions ``[k, d']`` (float64) of the model not chosen (``noise_choice_by=
+            "sampled"`` samples it too); ``None`` when no choice was made.
     """
 
     likelihood: str
@@ -66,6 +68,7 @@ class NoiseChoice(NamedTuple):
     reason: str
     gain: float | None = None
     gain_se: float | None = None
+    other_starts: np.ndarray | None = None
 
 
 def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.Array, data: Data) -> jax.Array:
@@ -141,7 +144,11 @@ def choose_noise_model(
         f"the MAP starts' mean log density on {n_val} validation rows (nats per row): {listed}; "
         f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.3g}; chosen above {margin:g} SE)"
     )
-    return NoiseChoice(best, scores, np.asarray(positions[best], np.float64), reason, float(np.mean(gain)), se)
+    other = next(name for name in AUTO_NOISE_MODELS if name != best)
+    return NoiseChoice(
+        best, scores, np.asarray(positions[best], np.float64), reason, float(np.mean(gain)), se,
+        np.asarray(positions[other], np.float64),
+    )  # fmt: skip
 
 
 def paired_se(gain: np.ndarray) -> float:

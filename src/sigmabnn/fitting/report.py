@@ -271,9 +271,11 @@ class NoiseChoiceSummary(_Section):
         gain, gain_se: the heteroscedastic model's mean per-row gain over the Gaussian on the validation
             rows and its paired standard error (nats per row); ``None`` when no choice was made.
         margin: the margin in standard errors the gain had to exceed.
+        sampled_val_log_density: with ``noise_choice_by="sampled"``, per candidate, its sampled posterior's mean
+            log predictive density on the validation rows (nats per row, original units), which chose.
     """
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds", "gain", "gain_se", "margin")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds", "gain", "gain_se", "margin", "sampled_val_log_density")
 
     likelihood: str | None = None
     val_log_density: Mapping[str, float] = field(default_factory=dict)
@@ -282,6 +284,7 @@ class NoiseChoiceSummary(_Section):
     gain: float | None = None
     gain_se: float | None = None
     margin: float | None = None
+    sampled_val_log_density: Mapping[str, float] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 

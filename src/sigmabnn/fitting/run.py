@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from sigmabnn.data.domain import Domain
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.fitting import checkpointing, score
+from sigmabnn.fitting import checkpointing, sampled_choice, score
 from sigmabnn.fitting.noise_choice import choose_noise_model
 from sigmabnn.fitting.prepare import PreparedData, prepare_data
 from sigmabnn.fitting.report import (
@@ -38,8 +39,8 @@ from sigmabnn.fitting.report import (
 )
 from sigmabnn.fitting.spec import FitSpec
 from sigmabnn.fitting.trainers import MCMCTrainer, Trained, Trainer, trainer_for
-from sigmabnn.io.checkpoint import Checkpoint
-from sigmabnn.io.model_file import save_model, to_jsonable
+from sigmabnn.io.checkpoint import CHECKPOINT_DIR, Checkpoint
+from sigmabnn.io.model_file import load_model, save_model, to_jsonable
 from sigmabnn.mcmc.progress import log_phase
 from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
 from sigmabnn.model.mlp import num_params
@@ -78,10 +79,12 @@ def _model(spec: FitSpec, bnn: BNN, data: PreparedData, settings: dict[str, Any]
 def _train(
     spec: FitSpec, trainer: Trainer, bnn: BNN, data: PreparedData, progress: bool, checkpoint: Any, resume: bool,
     fit_args: dict[str, Any] | None, settings: dict[str, Any], starts: np.ndarray | None = None, tasks: Any = None,
+    on_open: Any = None,
 ) -> Trained:  # fmt: skip
     """Train, in a checkpoint for an MCMC run with a ``checkpoint`` path; an interruption leaves a partial model.
 
-    ``tasks``: a :class:`~sigmabnn.train.chain_tasks.ChainTasks` (MCMC chains on a Dask cluster), or ``None``.
+    ``tasks``: a :class:`~sigmabnn.train.chain_tasks.ChainTasks` (MCMC chains on a Dask cluster), or ``None``;
+    ``on_open(checkpoint)``: called once a new checkpoint is created.
     """
     ckpt = None
     try:
@@ -90,6 +93,8 @@ def _train(
         ):  # created once the arguments are known to be good
             t = data.table
             ckpt = checkpointing.open_checkpoint(checkpoint, resume, fit_args, t.fingerprint, data.source)
+            if on_open is not None and not resume:
+                on_open(ckpt)
         key = jax.random.key(spec.seed)
         return trainer.train(key, bnn, data, progress=progress, checkpoint=ckpt, starts=starts, tasks=tasks)
     except KeyboardInterrupt as err:
@@ -189,13 +194,15 @@ NOISE_CHOICE_STREAM = 7
 
 def _noise_model(
     spec: FitSpec, prepared: PreparedData, checkpoint: Any, resume: bool, initial_positions: Any, progress: bool
-) -> tuple[NoiseChoiceSummary, FitSpec, Any]:  # fmt: skip
-    """``likelihood="auto"``: ``(summary, spec with the chosen likelihood, the sampler's starts)``.
+) -> tuple[NoiseChoiceSummary, FitSpec, Any, tuple[FitSpec, np.ndarray] | None]:  # fmt: skip
+    """``likelihood="auto"``: ``(summary, spec with the chosen likelihood, the sampler's starts, alternative)``.
 
     Chosen on the validation rows (:mod:`sigmabnn.fitting.noise_choice`), except where the starts
     are given: a resumed run keeps the likelihood whose width its checkpoint's MAP positions have,
     and ``initial_positions`` (an earlier fit's networks) the one whose width they have. A log (not a
-    terminal) gets one line when the choice is made, as the sampler's phases do.
+    terminal) gets one line when the choice is made, as the sampler's phases do. ``alternative``: with
+    ``noise_choice_by="sampled"`` and a choice made, the other model's spec and MAP starts (sampled too,
+    :mod:`sigmabnn.fitting.sampled_choice`); else ``None``.
     """
     given = _given_width(checkpoint, resume, initial_positions)
     if given is not None:
@@ -205,7 +212,7 @@ def _noise_model(
                 reason = "the likelihood whose network width the " + (
                     "checkpoint's MAP positions have" if initial_positions is None else "initial positions have"
                 )
-                return NoiseChoiceSummary(name, {}, reason), chosen, initial_positions
+                return NoiseChoiceSummary(name, {}, reason), chosen, initial_positions, None
         raise InputError(f"likelihood='auto': no noise model has {given} parameters, the width of the given starts")
     gauss = spec.with_likelihood("gaussian")
     trainer = trainer_for(gauss, prepared.train.n, _num_params(gauss, prepared), prepared.val_data is not None)
@@ -217,12 +224,18 @@ def _noise_model(
     )
     seconds = time.perf_counter() - t0
     how = "MAP starts of both fitted and scored on the validation rows" if choice.val_log_density else "no choice"
-    log_phase(f"noise model chosen: {choice.likelihood} ({how})", seconds, progress)
+    sampled = spec.model.noise_choice_by == "sampled" and choice.other_starts is not None
+    what = "noise models' starts fitted, both to be sampled; the starts prefer" if sampled else "noise model chosen:"
+    log_phase(f"{what} {choice.likelihood} ({how})", seconds, progress)
     margin = spec.model.noise_margin if choice.gain is not None else None
     summary = NoiseChoiceSummary(
         choice.likelihood, choice.val_log_density, choice.reason, seconds, choice.gain, choice.gain_se, margin
     )
-    return summary, spec.with_likelihood(choice.likelihood), choice.starts
+    alternative = None
+    if spec.model.noise_choice_by == "sampled" and choice.other_starts is not None:
+        other = next(name for name in AUTO_NOISE_MODELS if name != choice.likelihood)
+        alternative = (spec.with_likelihood(other), choice.other_starts)
+    return summary, spec.with_likelihood(choice.likelihood), choice.starts, alternative
 
 
 def _given_width(checkpoint: Any, resume: bool, initial_positions: Any) -> int | None:
@@ -240,6 +253,62 @@ def _num_params(spec: FitSpec, prepared: PreparedData) -> int:
     bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
                     spec.model.dtype)  # fmt: skip
     return num_params(bnn.mlp)
+
+
+class _Run(NamedTuple):
+    """What every model trained by one :func:`run_fit` call shares."""
+
+    prepared: PreparedData
+    progress: bool
+    checkpoint: Any
+    resume: bool
+    fit_args: dict[str, Any] | None
+    tasks: Any
+    t_start: float
+
+
+#: The subdirectory of a checkpoint holding the first model of a ``noise_choice_by="sampled"`` run.
+ALTERNATIVE_DIR = "alternative"
+
+
+def _saved_alternative(checkpoint: Any) -> FittedModel | None:
+    """The first model of an interrupted ``noise_choice_by="sampled"`` run, saved in its checkpoint, or ``None``."""
+    path = Path(checkpoint) / CHECKPOINT_DIR / ALTERNATIVE_DIR
+    return load_model(path) if (path / "model.json").is_file() else None
+
+
+def _fit_model(
+    run: _Run, spec: FitSpec, noise: NoiseChoiceSummary | None, initial_positions: Any, on_open: Any = None
+) -> FittedModel:
+    """Build, train and score the model of ``spec`` (stages 2 to 5 of the module docstring), its report as its
+    diagnostics; ``on_open(checkpoint)`` is called when a new checkpoint is opened."""
+    prepared = run.prepared
+    num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
+    bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
+                    spec.model.activation, spec.model.dtype)  # fmt: skip
+    trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp), prepared.val_data is not None)
+    if noise is not None and noise.val_log_density:  # the choice's MAP fits are the chains' starts
+        trainer = MCMCTrainer(trainer.config, trainer.default_map, starts_fitted=True)
+    starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
+    settings = _settings(spec, bnn)
+    t_fit = time.perf_counter()
+    trained = _train(spec, trainer, bnn, prepared, run.progress, run.checkpoint, run.resume, run.fit_args, settings,
+                     starts, run.tasks, on_open)  # fmt: skip
+    timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
+    domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
+    fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
+                    adapted=trained.adapted, diagnostics={}, domain=domain)  # fmt: skip
+    sections = {} if noise is None else {"noise_choice": noise}
+    if spec.is_classifier and prepared.val.n > 0:  # temperature on the validation rows, kept if it lowers their NLL
+        fitted, sections["recalibration"] = _temperature(fitted, prepared)
+    t_metrics = time.perf_counter()
+    metrics = score.metrics(fitted, prepared, spec.seed)
+    timings["metrics_seconds"] = time.perf_counter() - t_metrics
+    timings["total_seconds"] = time.perf_counter() - run.t_start
+    noise_std = score.noise_std(spec, bnn, trained.draws, prepared)
+    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics,
+                     **sections)  # fmt: skip
+    return dataclasses.replace(fitted, diagnostics=report.to_json())
 
 
 def run_fit(
@@ -270,34 +339,27 @@ def run_fit(
         raise InputError("chains_per_task needs a Dask client (client=, --dask)")
     fit_args = spec.to_json() if checkpoint is not None else None
     prepared = prepare_data(data, spec)
-    noise = None
+    run = _Run(prepared, progress, checkpoint, resume, fit_args, tasks, t_start)
+    noise, alternative = None, None
     if spec.model.noise_choice:
-        noise, spec, initial_positions = _noise_model(spec, prepared, checkpoint, resume, initial_positions, progress)
-    num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
-    bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
-                    spec.model.activation, spec.model.dtype)  # fmt: skip
-    trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp), prepared.val_data is not None)
-    if noise is not None and noise.val_log_density:  # the choice's MAP fits are the chains' starts
-        trainer = MCMCTrainer(trainer.config, trainer.default_map, starts_fitted=True)
-    starts = _check_starts(initial_positions, trainer, num_params(bnn.mlp))
-    settings = _settings(spec, bnn)
-    t_fit = time.perf_counter()
-    trained = _train(spec, trainer, bnn, prepared, progress, checkpoint, resume, fit_args, settings, starts, tasks)
-    timings = {**trained.timings, "fit_seconds": time.perf_counter() - t_fit}
-    domain = Domain.fit(prepared.x_transform.forward(prepared.train.x), seed=spec.seed)
-    fitted = _model(spec, bnn, prepared, {**settings, **trained.settings}, draws=trained.draws,
-                    adapted=trained.adapted, diagnostics={}, domain=domain)  # fmt: skip
-    sections = {} if noise is None else {"noise_choice": noise}
-    if spec.is_classifier and prepared.val.n > 0:  # temperature on the validation rows, kept if it lowers their NLL
-        fitted, sections["recalibration"] = _temperature(fitted, prepared)
-    t_metrics = time.perf_counter()
-    metrics = score.metrics(fitted, prepared, spec.seed)
-    timings["metrics_seconds"] = time.perf_counter() - t_metrics
-    timings["total_seconds"] = time.perf_counter() - t_start
-    noise_std = score.noise_std(spec, bnn, trained.draws, prepared)
-    report = _report(spec, bnn, prepared, trained, noise_std=noise_std, timings=Timings(**timings), metrics=metrics,
-                     **sections)  # fmt: skip
-    fitted = dataclasses.replace(fitted, diagnostics=report.to_json())
+        noise, spec, initial_positions, alternative = _noise_model(
+            spec, prepared, checkpoint, resume, initial_positions, progress
+        )
+    other, on_open = None, None
+    if alternative is not None:  # noise_choice_by="sampled": the other model first, in memory
+        other = _fit_model(run._replace(checkpoint=None, resume=False, fit_args=None), alternative[0], noise,
+                           alternative[1])  # fmt: skip
+
+        def on_open(ckpt: Checkpoint) -> None:  # kept in the checkpoint for a resumed run to compare
+            save_model(other, ckpt.directory / ALTERNATIVE_DIR)
+
+    fitted = _fit_model(run, spec, noise, initial_positions, on_open)
+    if other is None and resume and spec.model.noise_choice_by == "sampled":
+        other = _saved_alternative(checkpoint)
+    if other is not None:
+        fitted = sampled_choice.better(fitted, other, time.perf_counter() - t_start)
+        what = f"noise model chosen: {fitted.bnn.likelihood.name} (both sampled, scored on the validation rows)"
+        log_phase(what, time.perf_counter() - t_start, progress)
     if spec.recalibrate:
         fitted = _recalibrated(fitted, spec, prepared)
     if checkpoint is not None:
