@@ -1104,7 +1104,7 @@ def repeated_speed(
         repeats = [r for r in speed.get("records", []) if r.get("table") == table and r.get("sampler") == "sigmabnn"]
         if not repeats or any(r.get("rmse") != default.get("rmse") for r in repeats):
             return None
-    return s
+    return s | {"page": str(speed.get("file", "defaults_speed.json")).replace(".json", ".md")}
 
 
 def _timed_apart(d: dict[str, Any], other: dict[str, Any]) -> str:
@@ -1122,7 +1122,7 @@ def _speed_text(ratio: float, fast: bool, repeated: dict[str, Any] | None, apart
         return f"{ratio:.2f}x faster ({'ok' if fast else 'MISSED'}: {goal}){apart}"
     return (
         f"{ratio:.2f}x faster in the test phase's two cells{apart}; over {repeated['pairs']} interleaved pairs "
-        f"(`defaults_speed.md`) the ratio of medians {repeated['ratio_of_medians']:.2f}x "
+        f"(`{repeated.get('page', 'defaults_speed.md')}`) the ratio of medians {repeated['ratio_of_medians']:.2f}x "
         f"({'ok' if fast else 'MISSED'}: {goal})"
     )
 
@@ -2022,13 +2022,20 @@ def render_test(
     return "".join(parts)
 
 
+def speed_file(path: Path) -> Path:
+    """The interleaved speed repeats beside a test-phase file: ``defaults_speed<suffix>.json`` for
+    ``defaults<suffix>.json`` (a variant's run, e.g. ``_sampled``), else ``defaults_speed.json``."""
+    suffix = path.stem[len("defaults") :] if path.stem.startswith("defaults") else ""
+    own = path.with_name(f"defaults_speed{suffix}.json")
+    return own if suffix and own.exists() else path.with_name("defaults_speed.json")
+
+
 def render(data: dict[str, Any], path: Path) -> str:
     if data.get("phase_file") == "validate":
         return render_validation(data, path.name)
-    vpath, spath = path.with_name("defaults_validation.json"), path.with_name("defaults_speed.json")
-    return render_test(
-        data, load_results(vpath) if vpath.exists() else None, load_results(spath) if spath.exists() else None
-    )
+    vpath, spath = path.with_name("defaults_validation.json"), speed_file(path)
+    speed = load_results(spath) | {"file": spath.name} if spath.exists() else None
+    return render_test(data, load_results(vpath) if vpath.exists() else None, speed)
 
 
 # --------------------------------------------------------------------------- main

@@ -12,7 +12,7 @@ twice from the same MAP starts:
 - ``always-gaussian``: the library's default with ``noise_margin=1e6`` (the Gaussian is kept);
 - ``always-hetero``: the same with ``noise_margin=-1e6`` (the heteroscedastic model is kept);
 
-both with ``noise_choice_by="starts"`` (one model sampled: the default when they ran).
+both with ``noise_choice_by="starts"`` (one model sampled, the library's default).
 
 Both run the same choice (same key, same MAP fits), so both record the same gain and paired SE of the
 choice (``noise_choice.gain``, ``gain_se``; their ratio ``z``), and each is exactly the default's fit
@@ -44,9 +44,10 @@ margin chosen above, and printed beside the margins; the cells run before ``val_
 
 Outcome of the run of 2026-12-06 (``results/noise_margin_seeds.md``, 43 cells on 9 tables): the margin 1.0 has
 the largest pooled LL of the margins and stays (``AUTO_NOISE_MARGIN``); ``sampled-val`` passes its rule against it,
-by a hair (the page gives the numbers), and is the library's default since (``noise_choice_by="sampled"``,
-``sigmabnn.fitting.sampled_choice``; a checkpointed run keeps the first model's finished fit in its checkpoint so
-that a resumed run still compares the two).
+by a hair (the page gives the numbers). It is built (``noise_choice_by="sampled"``, ``sigmabnn.fitting.
+sampled_choice``; a checkpointed run keeps the first model's finished fit in its checkpoint so that a resumed run
+still compares the two) but is not the default: its time failed the issue's goals (``defaults_sampled.md``,
+``defaults_speed_sampled.md``; ``sigmabnn.fitting.spec.AUTO_NOISE_CHOICE_BY``).
 
 Run: ``python benchmarks/noise_margin_seeds.py`` (resumable; 20 to 90 s per cell on 2 cores);
 ``--tables``, ``--seeds`` select a part; ``--table-only`` rewrites the Markdown from the JSON.

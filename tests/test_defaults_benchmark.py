@@ -767,3 +767,11 @@ def test_the_library_row_rule_is_that_of_the_candidate_the_committed_validation_
         config = default_config(n, 200, "chees")
         assert (config.max_tree_depth, config.num_warmup) == (options["max_tree_depth"], options["num_warmup"]), n
         assert (config.num_chains, config.num_samples) == (options["num_chains"], options["num_samples"])
+
+
+def test_a_variants_test_file_reads_its_own_speed_repeats(bench, tmp_path):
+    """``defaults_sampled.json`` renders with ``defaults_speed_sampled.json`` where that exists, else the default's."""
+    assert bench.speed_file(tmp_path / "defaults.json") == tmp_path / "defaults_speed.json"
+    assert bench.speed_file(tmp_path / "defaults_sampled.json") == tmp_path / "defaults_speed.json"
+    (tmp_path / "defaults_speed_sampled.json").write_text("{}")
+    assert bench.speed_file(tmp_path / "defaults_sampled.json") == tmp_path / "defaults_speed_sampled.json"

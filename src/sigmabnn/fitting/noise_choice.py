@@ -1,9 +1,11 @@
-"""The noise model of ``likelihood="auto"``: chosen on the validation rows from the MAP starts.
+"""The noise model of ``likelihood="auto"``: the MAP starts of each, judged on the validation rows.
 
 An MCMC regression given ``likelihood="auto"`` (:func:`sigmabnn.fitting.spec.auto_noise_choice`) fits
-the MAP starts of each noise model of :data:`sigmabnn.names.AUTO_NOISE_MODELS` and keeps the one whose
-starts predict the validation rows better (the Gaussian unless the other wins by a margin, below); the
-sampler then runs with that likelihood only, from those starts. The candidates:
+the MAP starts of each noise model of :data:`sigmabnn.names.AUTO_NOISE_MODELS` and prefers the one whose
+starts predict the validation rows better (the Gaussian unless the other wins by a margin, below). With
+``noise_choice_by="starts"`` (the default) the sampler then runs with that likelihood only, from those starts;
+with ``"sampled"`` both models are sampled from their starts and the sampled posteriors decide
+(:mod:`sigmabnn.fitting.sampled_choice`). The candidates:
 
 - ``"gaussian"``: homoscedastic Gaussian noise. Its MAP starts are :func:`sigmabnn.map.pretrain_map`
   fits of the mean network; the noise precision is the one its chains would start from
