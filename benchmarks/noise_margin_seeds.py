@@ -170,8 +170,10 @@ def margin_rows(cell_rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any
     """``(per margin, per table and margin)``: each margin against the current one (:func:`rule_rows`)."""
     per_margin, per_table = [], []
     for margin in MARGINS:
-        pick = functools.partial(_pick_margin, margin=margin)
-        summary, tables = rule_rows(cell_rows, margin_text(margin), margin, pick, _current)
+        pick = functools.partial(picked, margin=margin)
+        summary, tables = rule_rows(
+            cell_rows, margin_text(margin), margin, pick, functools.partial(picked, margin=CURRENT)
+        )
         per_margin.append(summary)
         per_table += tables
     return per_margin, per_table
@@ -179,15 +181,7 @@ def margin_rows(cell_rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any
 
 def sampled_rows(cell_rows: Sequence[dict[str, Any]], margin: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``sampled-val`` against the chosen ``margin`` (:func:`rule_rows`); every cell needs its ``val_ll``."""
-    return rule_rows(cell_rows, SAMPLED, math.nan, picked_sampled, functools.partial(_pick_margin, margin=margin))
-
-
-def _pick_margin(cell: dict[str, Any], margin: float) -> str:
-    return picked(cell, margin)
-
-
-def _current(cell: dict[str, Any]) -> str:
-    return picked(cell, CURRENT)
+    return rule_rows(cell_rows, SAMPLED, math.nan, picked_sampled, functools.partial(picked, margin=margin))
 
 
 def margin_text(margin: float) -> str:

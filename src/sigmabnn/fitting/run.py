@@ -232,7 +232,7 @@ def _noise_model(
         choice.likelihood, choice.val_log_density, choice.reason, seconds, choice.gain, choice.gain_se, margin
     )
     alternative = None
-    if spec.model.noise_choice_by == "sampled" and choice.other_starts is not None:
+    if sampled:
         other = next(name for name in AUTO_NOISE_MODELS if name != choice.likelihood)
         alternative = (spec.with_likelihood(other), choice.other_starts)
     return summary, spec.with_likelihood(choice.likelihood), choice.starts, alternative
