@@ -836,11 +836,13 @@ def run_numpyro(fit_df, score_df, log_target: bool, smoke: bool, seed: int = 0) 
 # --------------------------------------------------------------------------- one cell (the child process)
 
 
-def _val_ll(report: dict[str, Any]) -> float | None:
+def _val_ll(fitted: Any) -> float | None:
     """The fit's own validation rows' mean log predictive density (nats, original units; raw, before any
-    recalibration), from its report; ``None`` without validation rows."""
-    val = (report.get("metrics") or {}).get("val")
-    return None if not val else -float(val["original"]["nll"])
+    recalibration: ``sigmabnn.fitting.sampled_choice.val_log_density``); ``None`` without validation rows."""
+    from sigmabnn.fitting.sampled_choice import val_log_density
+
+    ll = val_log_density(fitted)
+    return None if math.isinf(ll) else ll
 
 
 def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> dict[str, Any]:
@@ -879,7 +881,7 @@ def run_fit_cell(name: str, fit_df, score_df, log_target: bool, smoke: bool) -> 
         "num_params": report.get("model", {}).get("num_params"),
         "likelihood": report.get("model", {}).get("likelihood"),
         "recalibration_rows": 0 if fitted.calibration is None else fitted.calibration.n,
-        "val_ll": _val_ll(report),
+        "val_ll": _val_ll(fitted),
         **({"noise_choice": report["noise_choice"]} if report.get("noise_choice") else {}),
         "timings": report.get("timings"),
         "diagnostics": {
