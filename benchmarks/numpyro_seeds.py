@@ -231,11 +231,16 @@ def run_seed_cells(
     script: Path,
     render: Callable[[dict[str, Any]], str],
     argv: list[str] | None,
+    new_run: bool = True,
 ) -> None:
     """Run every (seed, table, method) cell not yet recorded in ``data``, each in a fresh process of
-    ``script`` (``--cell``), seed by seed; after each cell, write ``out`` (JSON) and its Markdown page."""
-    meta = run_metadata(script.name) | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
-    data["runs"].append(meta)
+    ``script`` (``--cell``), seed by seed; after each cell, write ``out`` (JSON) and its Markdown page.
+    ``new_run`` false: the cells continue the invocation ``data["runs"]`` ends with (a second pass of it)."""
+    if new_run:
+        meta = run_metadata(script.name) | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
+        data["runs"].append(meta)
+    else:
+        meta = data["runs"][-1]
     done = {cell_key(r) for r in data["records"] if r.get("status") == "ok"}
     for seed in seeds:
         for table in tables:

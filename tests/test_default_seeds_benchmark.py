@@ -1,0 +1,77 @@
+"""The default-over-training-sets benchmark's own code (benchmarks/default_seeds.py): the coverage rule, the
+per-table summary, the previous default's comparison on energy, and a resumable run (cells faked: no fit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.conftest import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("default_seeds")
+
+
+def _rec(table, seed, sampler, cov68, cov95=0.95, ll=0.5, status="ok"):
+    return {
+        "table": table, "seed": seed, "sampler": sampler, "status": status, "rmse": 0.1, "test_ll": ll,
+        "row_ll": [ll - 0.1, ll + 0.1], "n_train": 300, "n_score": 2, "coverage_68": cov68, "coverage_95": cov95,
+        "seconds": 10.0, "likelihood": "gaussian",
+    }  # fmt: skip
+
+
+def test_the_coverage_rule_separates_within_beyond_and_unresolved(bench):
+    assert bench.level_verdict([0.70, 0.66, 0.69], 0.68)["verdict"] == "within"  # mean 0.683
+    beyond = bench.level_verdict([0.75, 0.76, 0.74], 0.68)  # 0.07 above, SE 0.0058
+    assert beyond["verdict"] == "beyond noise" and beyond["mean"] == pytest.approx(0.75)
+    assert beyond["se"] == pytest.approx(0.01 / 3**0.5)
+    assert bench.level_verdict([0.62, 0.82, 0.72], 0.68)["verdict"] == "not resolved"  # 0.04 over, SE 0.058
+    assert bench.level_verdict([0.90], 0.95)["verdict"] == "one seed"
+    assert bench.level_verdict([0.92], 0.95)["verdict"] == "within"  # exactly 3 points: within
+
+
+def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench):
+    recs = [_rec("lin2d-120", s, "sigmabnn", c) for s, c in enumerate((0.70, 0.67, 0.68))]
+    recs += [_rec("energy", s, "sigmabnn", c, 0.99) for s, c in enumerate((0.75, 0.76, 0.74))]
+    recs += [_rec("energy", 3, "sigmabnn", 0.1, status="timeout")]
+    rows = bench.coverage_rows(recs)
+    assert [r["table"] for r in rows] == ["lin2d-120", "energy"]  # the battery's order
+    assert [r["within"] for r in rows] == [True, False] and rows[1]["seeds"] == 3
+    assert rows[1]["coverage_95_verdict"] == "beyond noise"  # 0.99: 4 points over, SE 0
+    (line,) = bench.summary_lines(rows)
+    assert "within 3 points on 1 of 2 tables" in line and "energy (68%), energy (95%)" in line
+    page = bench.markdown({"records": recs, "runs": []})
+    assert "| energy | 2 | 2 | 0.750 |" not in page and "| energy | 3 | 2 | 0.750 |" in page
+
+
+def test_the_previous_default_is_compared_on_paired_seeds(bench):
+    recs = [_rec("energy", s, "sigmabnn", 0.7, ll=ll) for s, ll in enumerate((0.1, 0.2, 0.3))]
+    recs += [_rec("energy", s, "previous-default", 0.7, ll=ll) for s, ll in enumerate((0.0, 0.1, 0.2))]
+    page = bench.markdown({"records": recs, "runs": []})
+    assert "## The previous default" in page
+    assert "LL difference +0.1000 (SE 0.0000): ahead" in page
+
+
+def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unknown_tables(
+    bench, tmp_path, monkeypatch
+):
+    calls = []
+
+    def fake(spec, timeout, log, script):
+        calls.append((spec["table"], spec["seed"], spec["sampler"]))
+        assert script == bench.SCRIPT
+        return _rec(spec["table"], spec["seed"], spec["sampler"], 0.68) | {"date": "d"}
+
+    monkeypatch.setattr(bench.defaults, "run_subprocess", fake)
+    out = tmp_path / "seeds.json"
+    args = ["--tables", "sin1d-100,energy", "--seeds", "0", "--out", str(out)]
+    assert bench.main(args) == 0
+    assert calls == [("sin1d-100", 0, "sigmabnn"), ("energy", 0, "sigmabnn"), ("energy", 0, "previous-default")]
+    assert bench.main(args + ["--seeds", "0,1"]) == 0  # only seed 1 is new
+    assert calls[3:] == [("sin1d-100", 1, "sigmabnn"), ("energy", 1, "sigmabnn"), ("energy", 1, "previous-default")]
+    data = json.loads(out.read_text())
+    assert len(data["records"]) == 6 and len(data["runs"]) == 2  # one entry per invocation
+    with pytest.raises(SystemExit, match="unknown table"):
+        bench.main(["--tables", "nope", "--out", str(out)])
