@@ -124,23 +124,39 @@ SEED_COLUMNS = (
 )
 
 
-def summary_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The pooled coverage and the count of tables within 3 points, as the page's opening lines."""
+def coverage_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The count of tables within 3 points, the levels outside (beyond noise or not resolved), the pooled
+    coverage and the fewest seeds of a table: the JSON's ``summary``, which ``defaults.py`` quotes."""
     if not rows:
-        return []
-    within = [r["table"] for r in rows if r["within"]]
-    pooled = {lv: float(np.mean([r[f"coverage_{round(100 * lv)}"] for r in rows])) for lv in LEVELS}
-    beyond = [
-        f"{r['table']} ({lv:.0%})"
-        for r in rows
-        for lv in LEVELS
-        if r[f"coverage_{round(100 * lv)}_verdict"] == "beyond noise"
-    ]
-    return [
-        f"**Coverage over training sets (goal (b))**: both levels within 3 points on {len(within)} of {len(rows)} "
-        f"tables; pooled over tables, mean 68 % coverage {pooled[0.68]:.3f} and 95 % coverage {pooled[0.95]:.3f}. "
-        f"Beyond noise (outside 3 points by more than 2 SE): {', '.join(beyond) or 'none'}."
-    ]
+        return None
+
+    def outside(verdict: str) -> list[str]:
+        return [f"{r['table']} ({lv:.0%})" for r in rows for lv in LEVELS if r[_key(lv) + "_verdict"] == verdict]
+
+    return {
+        "tables": len(rows),
+        "within": sum(r["within"] for r in rows),
+        "beyond_noise": outside("beyond noise"),
+        "not_resolved": outside("not resolved"),
+        "pooled": {_key(lv): float(np.mean([r[_key(lv)] for r in rows])) for lv in LEVELS},
+        "min_seeds": min(r["seeds"] for r in rows),
+    }
+
+
+def _key(level: float) -> str:
+    return f"coverage_{round(100 * level)}"
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """One sentence of :func:`coverage_summary` (this page's opening line; ``defaults.md`` quotes it)."""
+    p = summary["pooled"]
+    return (
+        f"both levels within 3 points on {summary['within']} of {summary['tables']} tables (at least "
+        f"{summary['min_seeds']} training sets each); pooled over tables, mean 68 % coverage {p['coverage_68']:.3f} "
+        f"and 95 % coverage {p['coverage_95']:.3f}; outside 3 points by more than 2 SE: "
+        f"{', '.join(summary['beyond_noise']) or 'none'}; outside but within 2 SE of it: "
+        f"{', '.join(summary['not_resolved']) or 'none'}"
+    )
 
 
 def previous_section(records: Sequence[dict[str, Any]]) -> list[str]:
@@ -165,8 +181,12 @@ def previous_section(records: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def markdown(data: dict[str, Any]) -> str:
+    """The Markdown page of ``data``; sets ``data["summary"]`` (:func:`coverage_summary` and its ``text``) for
+    the JSON written beside it."""
     records = data["records"]
     rows = coverage_rows(records)
+    summary = coverage_summary(rows)
+    data["summary"] = summary and summary | {"text": summary_text(summary)}
     seeds = [
         r | {"noise": defaults.noise_model_text(r)}
         for t in TABLES
@@ -187,7 +207,7 @@ def markdown(data: dict[str, Any]) -> str:
         seeds,
         (COVERAGE_COLUMNS, SEED_COLUMNS),
         SCRIPT.name,
-        summary_lines(rows),
+        [f"**Coverage over training sets (goal (b))**: {data['summary']['text']}."] if rows else [],
     )
     previous = previous_section(records)
     return page + ("\n## The previous default\n\n" + "\n".join(previous) if previous else "")

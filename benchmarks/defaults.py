@@ -1307,6 +1307,24 @@ def scatter_line(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
+#: ``default_seeds.py``'s results: the default's coverage over several training sets per table.
+SEEDS_FILE = RESULTS_DIR / "default_seeds.json"
+
+
+def seeds_line(path: Path = SEEDS_FILE) -> str:
+    """Goal (b) over training sets: the summary sentence ``default_seeds.py`` stored in its JSON (empty without
+    the file)."""
+    if not path.exists():
+        return ""
+    summary = json.loads(path.read_text(encoding="utf-8")).get("summary")
+    if not summary:
+        return ""
+    return (
+        "- over training sets (`default_seeds.md`: the default fitted on fresh training sets of every table and "
+        f"scored on fresh rows; a table's coverage is its mean over them): {summary['text']}\n"
+    )
+
+
 def goal_tally(rows: Sequence[dict[str, Any]]) -> str:
     met = sum(r["met"] is True for r in rows)
     missed = sum(r["met"] is False for r in rows)
@@ -1983,6 +2001,7 @@ def render_test(
                         f"{_yes(pc['met'])}\n"
                     )
             parts.append(scatter_line(rows))
+            parts.append(seeds_line())
         parts.append("\n")
     parts.append("## Per table\n\n")
     for table, recs in _by_table(records, "test").items():

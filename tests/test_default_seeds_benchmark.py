@@ -40,9 +40,13 @@ def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench):
     assert [r["table"] for r in rows] == ["lin2d-120", "energy"]  # the battery's order
     assert [r["within"] for r in rows] == [True, False] and rows[1]["seeds"] == 3
     assert rows[1]["coverage_95_verdict"] == "beyond noise"  # 0.99: 4 points over, SE 0
-    (line,) = bench.summary_lines(rows)
-    assert "within 3 points on 1 of 2 tables" in line and "energy (68%), energy (95%)" in line
-    page = bench.markdown({"records": recs, "runs": []})
+    summary = bench.coverage_summary(rows)
+    assert summary["within"] == 1 and summary["beyond_noise"] == ["energy (68%)", "energy (95%)"]
+    assert summary["pooled"]["coverage_68"] == pytest.approx((0.6833333 + 0.75) / 2) and summary["min_seeds"] == 3
+    assert "within 3 points on 1 of 2 tables (at least 3 training sets each)" in bench.summary_text(summary)
+    data = {"records": recs, "runs": []}
+    page = bench.markdown(data)
+    assert data["summary"] == summary | {"text": bench.summary_text(summary)}  # the JSON carries the page's line
     assert "| energy | 2 | 2 | 0.750 |" not in page and "| energy | 3 | 2 | 0.750 |" in page
 
 
@@ -75,3 +79,14 @@ def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unkn
     assert len(data["records"]) == 6 and len(data["runs"]) == 2  # one entry per invocation
     with pytest.raises(SystemExit, match="unknown table"):
         bench.main(["--tables", "nope", "--out", str(out)])
+
+
+def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path):
+    recs = [_rec("lin2d-120", s, "sigmabnn", c) for s, c in enumerate((0.70, 0.67, 0.68))]
+    data = {"records": recs, "runs": []}
+    bench.markdown(data)
+    path = tmp_path / "default_seeds.json"
+    assert bench.defaults.seeds_line(path) == ""  # no file: no line
+    path.write_text(json.dumps(data))
+    line = bench.defaults.seeds_line(path)
+    assert line.startswith("- over training sets (`default_seeds.md`") and data["summary"]["text"] in line
