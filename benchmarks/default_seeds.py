@@ -159,30 +159,39 @@ def summary_text(summary: dict[str, Any]) -> str:
     )
 
 
-def previous_section(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Goal (c) over training sets: the default against the previous default, per seed and per table."""
+def previous_comparisons(records: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Goal (c) over training sets, per table of :data:`PREVIOUS_TABLES` with paired seeds: one sentence (the
+    default against the previous default: the mean differences, their SE and verdicts) and the per-seed rows."""
     recs = {numpyro_seeds.cell_key(r): r for r in records}
-    lines: list[str] = []
+    out = []
     for table in PREVIOUS_TABLES:
         rows = numpyro_seeds.seed_differences(recs, table, DEFAULT, PREVIOUS)
         if not rows:
             continue
         row = numpyro_seeds.table_differences(table, rows)
         se = "-" if row["ll_se"] is None else f"{row['ll_se']:.4f}"
-        lines += [
-            f"**{table}, the default against the previous default (goal (c))** over {row['seeds']} training sets: "
-            f"LL difference {row['ll_difference']:+.4f} (SE {se}): {row['ll_verdict']}; RMSE difference "
-            f"{row['rmse_difference']:+.4g}: {row['rmse_verdict']}.",
-            "",
-            markdown_table(rows, numpyro_seeds.seed_columns(("base", "default"), ("other", "previous"))),
-            "",
-        ]
-    return lines
+        text = (
+            f"{table}, the default against the previous default over {row['seeds']} training sets: LL difference "
+            f"{row['ll_difference']:+.4f} (SE {se}): {row['ll_verdict']}; RMSE difference "
+            f"{row['rmse_difference']:+.4g}: {row['rmse_verdict']}"
+        )
+        out.append((text, rows))
+    return out
+
+
+def previous_section(comparisons: Sequence[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The page's section of :func:`previous_comparisons`."""
+    columns = numpyro_seeds.seed_columns(("base", "default"), ("other", "previous"))
+    return [
+        line
+        for text, rows in comparisons
+        for line in (f"**{text}** (goal (c)).", "", markdown_table(rows, columns), "")
+    ]
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """The Markdown page of ``data``; sets ``data["summary"]`` (:func:`coverage_summary` and its ``text``) for
-    the JSON written beside it."""
+    """The Markdown page of ``data``; sets ``data["summary"]`` (:func:`coverage_summary` and its ``text``) and
+    ``data["previous"]`` (the sentences of :func:`previous_comparisons`) for the JSON written beside it."""
     records = data["records"]
     rows = coverage_rows(records)
     summary = coverage_summary(rows)
@@ -209,7 +218,9 @@ def markdown(data: dict[str, Any]) -> str:
         SCRIPT.name,
         [f"**Coverage over training sets (goal (b))**: {data['summary']['text']}."] if rows else [],
     )
-    previous = previous_section(records)
+    comparisons = previous_comparisons(records)
+    data["previous"] = [text for text, _ in comparisons]
+    previous = previous_section(comparisons)
     return page + ("\n## The previous default\n\n" + "\n".join(previous) if previous else "")
 
 

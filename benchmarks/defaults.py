@@ -1311,18 +1311,19 @@ def scatter_line(rows: Sequence[dict[str, Any]]) -> str:
 SEEDS_FILE = RESULTS_DIR / "default_seeds.json"
 
 
-def seeds_line(path: Path = SEEDS_FILE) -> str:
-    """Goal (b) over training sets: the summary sentence ``default_seeds.py`` stored in its JSON (empty without
-    the file)."""
-    if not path.exists():
+def seeds_lines(goal: str, path: Path = SEEDS_FILE) -> str:
+    """Goal ``"coverage"`` or ``"ll_vs_previous"`` over training sets: the sentences ``default_seeds.py`` stored
+    in its JSON (``summary``; ``previous``), as list items (empty without the file, or for another goal)."""
+    if goal not in ("coverage", "ll_vs_previous") or not path.exists():
         return ""
-    summary = json.loads(path.read_text(encoding="utf-8")).get("summary")
-    if not summary:
-        return ""
-    return (
-        "- over training sets (`default_seeds.md`: the default fitted on fresh training sets of every table and "
-        f"scored on fresh rows; a table's coverage is its mean over them): {summary['text']}\n"
-    )
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if goal == "coverage":
+        texts = [data["summary"]["text"]] if data.get("summary") else []
+        where = "the default fitted on fresh training sets of every table and scored on fresh rows; a table's "
+        where += "coverage is its mean over them"
+    else:
+        texts, where = data.get("previous", []), "both fitted on the same fresh training sets, scored on fresh rows"
+    return "".join(f"- over training sets (`default_seeds.md`: {where}): {t}\n" for t in texts)
 
 
 def goal_tally(rows: Sequence[dict[str, Any]]) -> str:
@@ -2001,7 +2002,7 @@ def render_test(
                         f"{_yes(pc['met'])}\n"
                     )
             parts.append(scatter_line(rows))
-            parts.append(seeds_line())
+        parts.append(seeds_lines(key))
         parts.append("\n")
     parts.append("## Per table\n\n")
     for table, recs in _by_table(records, "test").items():

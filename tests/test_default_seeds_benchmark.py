@@ -53,9 +53,10 @@ def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench):
 def test_the_previous_default_is_compared_on_paired_seeds(bench):
     recs = [_rec("energy", s, "sigmabnn", 0.7, ll=ll) for s, ll in enumerate((0.1, 0.2, 0.3))]
     recs += [_rec("energy", s, "previous-default", 0.7, ll=ll) for s, ll in enumerate((0.0, 0.1, 0.2))]
-    page = bench.markdown({"records": recs, "runs": []})
+    data = {"records": recs, "runs": []}
+    page = bench.markdown(data)
     assert "## The previous default" in page
-    assert "LL difference +0.1000 (SE 0.0000): ahead" in page
+    assert "LL difference +0.1000 (SE 0.0000): ahead" in page and data["previous"][0] in page
 
 
 def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unknown_tables(
@@ -86,7 +87,15 @@ def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path)
     data = {"records": recs, "runs": []}
     bench.markdown(data)
     path = tmp_path / "default_seeds.json"
-    assert bench.defaults.seeds_line(path) == ""  # no file: no line
+    assert bench.defaults.seeds_lines("coverage", path) == ""  # no file: no line
     path.write_text(json.dumps(data))
-    line = bench.defaults.seeds_line(path)
+    line = bench.defaults.seeds_lines("coverage", path)
     assert line.startswith("- over training sets (`default_seeds.md`") and data["summary"]["text"] in line
+    assert bench.defaults.seeds_lines("ll_vs_previous", path) == ""  # no previous-default cells
+    assert bench.defaults.seeds_lines("time", path) == ""  # a goal the file does not measure
+    recs += [_rec("energy", s, m, 0.7, ll=0.1 * s) for s in (0, 1) for m in ("sigmabnn", "previous-default")]
+    data = {"records": recs, "runs": []}
+    bench.markdown(data)
+    path.write_text(json.dumps(data))
+    (line,) = bench.defaults.seeds_lines("ll_vs_previous", path).splitlines()
+    assert "energy, the default against the previous default over 2 training sets: LL difference +0.0000" in line
