@@ -99,3 +99,21 @@ def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path)
     path.write_text(json.dumps(data))
     (line,) = bench.defaults.seeds_lines("ll_vs_previous", path).splitlines()
     assert "energy, the default against the previous default over 2 training sets: LL difference +0.0000" in line
+
+
+def test_the_readme_quotes_the_committed_run(bench):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = json.loads((root / "benchmarks" / "results" / "default_seeds.json").read_text())
+    rows = bench.coverage_rows(data["records"])
+    summary = bench.coverage_summary(rows)
+    readme = " ".join((root / "README.md").read_text().split())
+    assert summary["min_seeds"] == 5 and summary["tables"] == 15 == len(bench.TABLES)
+    assert f"on average on {summary['within']} of 15 tables" in readme
+    (energy,) = [r for r in rows if r["table"] == "energy"]
+    assert summary["within"] == 14 and not energy["within"] and f"covers {energy['coverage_68']:.3f}" in readme
+    (comparison,) = bench.previous_comparisons(data["records"])
+    row = bench.numpyro_seeds.table_differences("energy", comparison[1])
+    assert row["ll_verdict"] == "behind" and row["seeds"] == 5
+    assert f"by {-row['ll_difference']:.4f} nats per row (SE {row['ll_se']:.4f}" in readme
