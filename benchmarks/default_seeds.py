@@ -26,6 +26,9 @@ level's mean coverage. LL against the previous default: per seed, the mean per-r
 previous, nats, original units) on the same scoring rows; per table, their mean and standard error, and the
 verdict of ``numpyro_seeds.verdict`` (behind / ahead: beyond 2 standard errors).
 
+Added after the run, from records already made: the default's fits beside NumPyro's of ``numpyro_seeds.py`` on
+the same rows (goal (d) over training sets), with that script's rule; no new fit, and no choice reads it.
+
 Run: ``python benchmarks/default_seeds.py`` (resumable: a recorded cell is not rerun; the default's cells first,
 seed by seed over every table, about 9 minutes a seed on 2 cores, then the previous default's);
 ``--tables``, ``--seeds`` select a part; ``--table-only`` rewrites the Markdown from the JSON.
@@ -57,6 +60,14 @@ PREVIOUS_TABLES = ("energy",)
 #: Wall-time cap of one cell (s): the previous default took 1033 s on energy in the battery, under load.
 TIMEOUT = 2400.0
 LEVELS = (0.68, 0.95)
+#: ``numpyro_seeds.py``'s results: NumPyro's fits on the same rows (``recalibration_seeds.rows_of``, seeds 0-4).
+NUMPYRO_FILE = RESULTS_DIR / "numpyro_seeds.json"
+NUMPYRO_INTRO = (
+    "The default's fits above beside NumPyro's BNN fitted on the same training sets and scored on the same rows by "
+    "`numpyro_seeds.py` (its records in `numpyro_seeds.json`; its tables are those on which NumPyro finishes in "
+    "time). The comparison and its rule are `numpyro_seeds.py`'s; it was added after this page's run, from records "
+    "both scripts had already made, and no choice reads it."
+)
 #: Coverage tolerance of goal (b) (fraction).
 TOLERANCE = 0.03
 
@@ -163,39 +174,49 @@ def summary_text(summary: dict[str, Any]) -> str:
     )
 
 
-def previous_comparisons(records: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Goal (c) over training sets, per table of :data:`PREVIOUS_TABLES` with paired seeds: one sentence (the
-    default against the previous default: the mean differences, their SE and verdicts) and the per-seed rows."""
+def comparisons(
+    records: Sequence[dict[str, Any]], other: str, label: str, tables: Sequence[str]
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The default against ``other`` (a sampler of ``records``, called ``label``) over training sets, per table of
+    ``tables`` with paired seeds: one sentence (the mean differences, their SE and verdicts, and whether the default
+    is behind on neither, ``numpyro_seeds.summarise``'s "at least as accurate") and the per-seed rows."""
     recs = {numpyro_seeds.cell_key(r): r for r in records}
     out = []
-    for table in PREVIOUS_TABLES:
-        rows = numpyro_seeds.seed_differences(recs, table, DEFAULT, PREVIOUS)
+    for table in tables:
+        rows = numpyro_seeds.seed_differences(recs, table, DEFAULT, other)
         if not rows:
             continue
         row = numpyro_seeds.table_differences(table, rows)
         se = "-" if row["ll_se"] is None else f"{row['ll_se']:.4f}"
+        verdicts = (row["ll_verdict"], row["rmse_verdict"])
         text = (
-            f"{table}, the default against the previous default over {row['seeds']} training sets: LL difference "
+            f"{table}, the default against {label} over {row['seeds']} training sets: LL difference "
             f"{row['ll_difference']:+.4f} (SE {se}): {row['ll_verdict']}; RMSE difference "
             f"{row['rmse_difference']:+.4g}: {row['rmse_verdict']}"
         )
+        if "one seed" not in verdicts:
+            text += f"; at least as accurate: {'yes' if 'behind' not in verdicts else 'no'}"
         out.append((text, rows))
     return out
 
 
-def previous_section(comparisons: Sequence[tuple[str, list[dict[str, Any]]]]) -> list[str]:
-    """The page's section of :func:`previous_comparisons`."""
-    columns = numpyro_seeds.seed_columns(("base", "default"), ("other", "previous"))
-    return [
-        line
-        for text, rows in comparisons
-        for line in (f"**{text}** (goal (c)).", "", markdown_table(rows, columns), "")
-    ]
+def comparison_section(found: Sequence[tuple[str, list[dict[str, Any]]]], label: str, goal: str) -> list[str]:
+    """The page's section of :func:`comparisons` against ``label`` (``goal``: the issue's goal it measures)."""
+    columns = numpyro_seeds.seed_columns(("base", "default"), ("other", label))
+    return [line for text, rows in found for line in (f"**{text}** ({goal}).", "", markdown_table(rows, columns), "")]
 
 
-def markdown(data: dict[str, Any]) -> str:
-    """The Markdown page of ``data``; sets ``data["summary"]`` (:func:`coverage_summary` and its ``text``) and
-    ``data["previous"]`` (the sentences of :func:`previous_comparisons`) for the JSON written beside it."""
+def numpyro_records(path: Path = NUMPYRO_FILE) -> list[dict[str, Any]]:
+    """NumPyro's records of ``numpyro_seeds.py`` (the same rows per table and seed as here), if its file exists."""
+    if not path.exists():
+        return []
+    return [r for r in json.loads(path.read_text(encoding="utf-8"))["records"] if r["sampler"] == defaults.NUMPYRO]
+
+
+def markdown(data: dict[str, Any], numpyro_path: Path | None = None) -> str:
+    """The Markdown page of ``data``; sets ``data["summary"]`` (:func:`coverage_summary` and its ``text``),
+    ``data["previous"]`` and ``data["numpyro"]`` (the sentences of :func:`comparisons`) for the JSON written
+    beside it. ``numpyro_path``: NumPyro's records (``None``: :data:`NUMPYRO_FILE`)."""
     records = data["records"]
     rows = coverage_rows(records)
     summary = coverage_summary(rows)
@@ -217,10 +238,16 @@ def markdown(data: dict[str, Any]) -> str:
         SCRIPT.name,
         [f"**Coverage over training sets (goal (b))**: {data['summary']['text']}."] if rows else [],
     )
-    comparisons = previous_comparisons(records)
-    data["previous"] = [text for text, _ in comparisons]
-    previous = previous_section(comparisons)
-    return page + ("\n## The previous default\n\n" + "\n".join(previous) if previous else "")
+    previous = comparisons(records, PREVIOUS, "the previous default", PREVIOUS_TABLES)
+    numpyro_recs = numpyro_records(NUMPYRO_FILE if numpyro_path is None else numpyro_path)
+    numpyro = comparisons([*records, *numpyro_recs], defaults.NUMPYRO, "NumPyro", TABLES)
+    data["previous"], data["numpyro"] = [t for t, _ in previous], [t for t, _ in numpyro]
+    if previous:
+        page += "\n## The previous default\n\n" + "\n".join(comparison_section(previous, "previous", "goal (c)"))
+    if numpyro:
+        page += "\n## NumPyro\n\n" + NUMPYRO_INTRO + "\n\n"
+        page += "\n".join(comparison_section(numpyro, "NumPyro", "goal (d)"))
+    return page
 
 
 def main(argv: list[str] | None = None) -> int:

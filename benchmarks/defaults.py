@@ -1312,9 +1312,10 @@ SEEDS_FILE = RESULTS_DIR / "default_seeds.json"
 
 
 def seeds_lines(goal: str, path: Path = SEEDS_FILE) -> str:
-    """Goal ``"coverage"`` or ``"ll_vs_previous"`` over training sets: the sentences ``default_seeds.py`` stored
-    in its JSON (``summary``; ``previous``), as list items (empty without the file, or for another goal)."""
-    if goal not in ("coverage", "ll_vs_previous") or not path.exists():
+    """Goal ``"coverage"``, ``"ll_vs_previous"`` or ``"vs_numpyro"`` over training sets: the sentences
+    ``default_seeds.py`` stored in its JSON (``summary``; ``previous``; ``numpyro``), as list items (empty without
+    the file, or for another goal)."""
+    if goal not in ("coverage", "ll_vs_previous", "vs_numpyro") or not path.exists():
         return ""
     data = json.loads(path.read_text(encoding="utf-8"))
     if goal == "coverage":
@@ -1322,7 +1323,9 @@ def seeds_lines(goal: str, path: Path = SEEDS_FILE) -> str:
         where = "the default fitted on fresh training sets of every table and scored on fresh rows; a table's "
         where += "coverage is its mean over them"
     else:
-        texts, where = data.get("previous", []), "both fitted on the same fresh training sets, scored on fresh rows"
+        texts = data.get("previous" if goal == "ll_vs_previous" else "numpyro", [])
+        where = "both fitted on the same fresh training sets, scored on fresh rows"
+        where += "" if goal == "ll_vs_previous" else "; NumPyro's fits are those of `numpyro_seeds.md`"
     return "".join(f"- over training sets (`default_seeds.md`: {where}): {t}\n" for t in texts)
 
 

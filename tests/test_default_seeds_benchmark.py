@@ -14,6 +14,12 @@ def bench():
     return load_benchmark("default_seeds")
 
 
+@pytest.fixture()
+def no_numpyro(bench, tmp_path, monkeypatch):
+    """The page without NumPyro's committed records (the tests' made-up default records would pair with them)."""
+    monkeypatch.setattr(bench, "NUMPYRO_FILE", tmp_path / "absent.json")
+
+
 def _rec(table, seed, sampler, cov68, cov95=0.95, ll=0.5, status="ok"):
     return {
         "table": table, "seed": seed, "sampler": sampler, "status": status, "rmse": 0.1, "test_ll": ll,
@@ -32,7 +38,7 @@ def test_the_coverage_rule_separates_within_beyond_and_unresolved(bench):
     assert bench.level_verdict([0.92], 0.95)["verdict"] == "within"  # exactly 3 points: within
 
 
-def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench):
+def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench, no_numpyro):
     recs = [_rec("lin2d-120", s, "sigmabnn", c) for s, c in enumerate((0.70, 0.67, 0.68))]
     recs += [_rec("energy", s, "sigmabnn", c, 0.99) for s, c in enumerate((0.75, 0.76, 0.74))]
     recs += [_rec("energy", 3, "sigmabnn", 0.1, status="timeout")]
@@ -50,7 +56,7 @@ def test_the_summary_counts_tables_within_and_ignores_unscored_cells(bench):
     assert "| energy | 2 | 2 | 0.750 |" not in page and "| energy | 3 | 2 | 0.750 |" in page
 
 
-def test_the_previous_default_is_compared_on_paired_seeds(bench):
+def test_the_previous_default_is_compared_on_paired_seeds(bench, no_numpyro):
     recs = [_rec("energy", s, "sigmabnn", 0.7, ll=ll) for s, ll in enumerate((0.1, 0.2, 0.3))]
     recs += [_rec("energy", s, "previous-default", 0.7, ll=ll) for s, ll in enumerate((0.0, 0.1, 0.2))]
     data = {"records": recs, "runs": []}
@@ -59,8 +65,24 @@ def test_the_previous_default_is_compared_on_paired_seeds(bench):
     assert "LL difference +0.1000 (SE 0.0000): ahead" in page and data["previous"][0] in page
 
 
+def test_numpyros_records_of_the_same_rows_are_compared_and_quoted(bench, tmp_path):
+    recs = [_rec("bostonHousing", s, "sigmabnn", 0.7, ll=ll) for s, ll in enumerate((-2.5, -2.4, -2.6))]
+    other = [_rec("bostonHousing", s, "numpyro", 0.7, ll=ll) for s, ll in enumerate((-2.3, -2.3, -2.3))]
+    other += [_rec("bostonHousing", 0, "sigmabnn", 0.7, ll=9.0)]  # numpyro_seeds' own default fits: not read
+    path = tmp_path / "numpyro_seeds.json"
+    path.write_text(json.dumps({"records": other, "runs": []}))
+    data = {"records": recs, "runs": []}
+    page = bench.markdown(data, numpyro_path=path)
+    (text,) = data["numpyro"]
+    assert "bostonHousing, the default against NumPyro over 3 training sets: LL difference -0.2000" in text
+    assert "(SE 0.0577): behind" in text and text.endswith("at least as accurate: no") and "## NumPyro" in page
+    seeds_file = tmp_path / "default_seeds.json"
+    seeds_file.write_text(json.dumps(data))
+    assert text in bench.defaults.seeds_lines("vs_numpyro", seeds_file)
+
+
 def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unknown_tables(
-    bench, tmp_path, monkeypatch
+    bench, tmp_path, monkeypatch, no_numpyro
 ):
     calls = []
 
@@ -82,7 +104,7 @@ def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unkn
         bench.main(["--tables", "nope", "--out", str(out)])
 
 
-def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path):
+def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path, no_numpyro):
     recs = [_rec("lin2d-120", s, "sigmabnn", c) for s, c in enumerate((0.70, 0.67, 0.68))]
     data = {"records": recs, "runs": []}
     bench.markdown(data)
@@ -113,7 +135,13 @@ def test_the_readme_quotes_the_committed_run(bench):
     assert f"on average on {summary['within']} of 15 tables" in readme
     (energy,) = [r for r in rows if r["table"] == "energy"]
     assert summary["within"] == 14 and not energy["within"] and f"covers {energy['coverage_68']:.3f}" in readme
-    (comparison,) = bench.previous_comparisons(data["records"])
+    (comparison,) = bench.comparisons(data["records"], "previous-default", "the previous default", ["energy"])
     row = bench.numpyro_seeds.table_differences("energy", comparison[1])
     assert row["ll_verdict"] == "behind" and row["seeds"] == 5
     assert f"by {-row['ll_difference']:.4f} nats per row (SE {row['ll_se']:.4f}" in readme
+    found = bench.comparisons([*data["records"], *bench.numpyro_records()], "numpyro", "NumPyro", bench.TABLES)
+    assert len(found) == 6 and all(text.endswith("at least as accurate: yes") for text, _ in found)
+    text, rows = found[4]
+    boston = bench.numpyro_seeds.table_differences("bostonHousing", rows)
+    assert text.startswith("bostonHousing") and boston["ll_verdict"] == "within noise"
+    assert f"closest ({boston['ll_difference']:+.4f}, SE {boston['ll_se']:.4f})" in readme
