@@ -72,6 +72,11 @@ NUMPYRO_INTRO = (
 TOLERANCE = 0.03
 
 
+def _key(level: float) -> str:
+    """The records' key of the coverage at ``level``: ``"coverage_68"``."""
+    return f"coverage_{round(100 * level)}"
+
+
 def level_verdict(values: Sequence[float], nominal: float) -> dict[str, Any]:
     """Mean coverage over seeds, its standard error, and the verdict of the module docstring's rule."""
     mean, se, _ = numpyro_seeds.verdict(values, higher_is_better=True)  # the mean and its standard error
@@ -101,10 +106,10 @@ def coverage_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         row: dict[str, Any] = {"table": table, "seeds": len(recs), "n_score": recs[0]["n_score"]}
         for level in LEVELS:
-            key = f"coverage_{round(100 * level)}"
+            key = _key(level)
             v = level_verdict([r[key] for r in recs], level)
-            row |= {f"{key}": v["mean"], f"{key}_se": v["se"], f"{key}_verdict": v["verdict"]}
-        row["within"] = all(row[f"coverage_{round(100 * lv)}_verdict"] == "within" for lv in LEVELS)
+            row |= {key: v["mean"], f"{key}_se": v["se"], f"{key}_verdict": v["verdict"]}
+        row["within"] = all(row[_key(lv) + "_verdict"] == "within" for lv in LEVELS)
         row["ll"] = float(np.mean([r["test_ll"] for r in recs]))
         row["seconds"] = float(np.median([r["seconds"] for r in recs]))
         rows.append(row)
@@ -158,10 +163,6 @@ def coverage_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _key(level: float) -> str:
-    return f"coverage_{round(100 * level)}"
-
-
 def summary_text(summary: dict[str, Any]) -> str:
     """One sentence of :func:`coverage_summary` (this page's opening line; ``defaults.md`` quotes it)."""
     p = summary["pooled"]
@@ -178,8 +179,8 @@ def comparisons(
     records: Sequence[dict[str, Any]], other: str, label: str, tables: Sequence[str]
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     """The default against ``other`` (a sampler of ``records``, called ``label``) over training sets, per table of
-    ``tables`` with paired seeds: one sentence (the mean differences, their SE and verdicts, and whether the default
-    is behind on neither, ``numpyro_seeds.summarise``'s "at least as accurate") and the per-seed rows."""
+    ``tables`` with paired seeds: one sentence (``numpyro_seeds.table_differences``: the mean differences, their SE
+    and verdicts, and whether the default is at least as accurate) and the per-seed rows."""
     recs = {numpyro_seeds.cell_key(r): r for r in records}
     out = []
     for table in tables:
@@ -188,14 +189,13 @@ def comparisons(
             continue
         row = numpyro_seeds.table_differences(table, rows)
         se = "-" if row["ll_se"] is None else f"{row['ll_se']:.4f}"
-        verdicts = (row["ll_verdict"], row["rmse_verdict"])
         text = (
             f"{table}, the default against {label} over {row['seeds']} training sets: LL difference "
             f"{row['ll_difference']:+.4f} (SE {se}): {row['ll_verdict']}; RMSE difference "
             f"{row['rmse_difference']:+.4g}: {row['rmse_verdict']}"
         )
-        if "one seed" not in verdicts:
-            text += f"; at least as accurate: {'yes' if 'behind' not in verdicts else 'no'}"
+        if row["at_least_as_accurate"] is not None:
+            text += f"; at least as accurate: {'yes' if row['at_least_as_accurate'] else 'no'}"
         out.append((text, rows))
     return out
 

@@ -1311,13 +1311,12 @@ def scatter_line(rows: Sequence[dict[str, Any]]) -> str:
 SEEDS_FILE = RESULTS_DIR / "default_seeds.json"
 
 
-def seeds_lines(goal: str, path: Path = SEEDS_FILE) -> str:
+def seeds_lines(goal: str, data: dict[str, Any]) -> str:
     """Goal ``"coverage"``, ``"ll_vs_previous"`` or ``"vs_numpyro"`` over training sets: the sentences
-    ``default_seeds.py`` stored in its JSON (``summary``; ``previous``; ``numpyro``), as list items (empty without
-    the file, or for another goal)."""
-    if goal not in ("coverage", "ll_vs_previous", "vs_numpyro") or not path.exists():
+    ``default_seeds.py`` stored in its JSON ``data`` (``summary``; ``previous``; ``numpyro``; :func:`load_results`
+    of :data:`SEEDS_FILE`), as list items (empty without them, or for another goal)."""
+    if goal not in ("coverage", "ll_vs_previous", "vs_numpyro"):
         return ""
-    data = json.loads(path.read_text(encoding="utf-8"))
     if goal == "coverage":
         texts = [data["summary"]["text"]] if data.get("summary") else []
         where = "the default fitted on fresh training sets of every table and scored on fresh rows; a table's "
@@ -1992,6 +1991,7 @@ def render_test(
         "ll_vs_previous": "(c) test LL no worse than the previous default's",
         "vs_numpyro": f"(d) against NumPyro: RMSE and LL at least as good, >= {SPEEDUP_GOAL:g}x faster",
     }
+    seeds = load_results(SEEDS_FILE)  # default_seeds.py's summaries (none without the file)
     for key, title in titles.items():
         rows = goals[key]
         parts.append(f"**{title}**: {goal_tally(rows)}.\n\n")
@@ -2005,7 +2005,7 @@ def render_test(
                         f"{_yes(pc['met'])}\n"
                     )
             parts.append(scatter_line(rows))
-        parts.append(seeds_lines(key))
+        parts.append(seeds_lines(key, seeds))
         parts.append("\n")
     parts.append("## Per table\n\n")
     for table, recs in _by_table(records, "test").items():

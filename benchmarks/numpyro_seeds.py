@@ -117,12 +117,15 @@ def verdict(values: Sequence[float], higher_is_better: bool) -> tuple[float, flo
 
 def table_differences(table: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A table's mean LL and RMSE differences over its paired seeds (``rows`` of :func:`seed_differences`),
-    their standard errors and verdicts."""
+    their standard errors and verdicts, and whether the base is *at least as accurate* over the seeds (behind on
+    neither; ``None`` with one seed)."""
     ll, ll_se, ll_v = verdict([r["ll_difference"] for r in rows], higher_is_better=True)
     rm, rm_se, rm_v = verdict([r["rmse_difference"] for r in rows], higher_is_better=False)
+    verdicts = (ll_v, rm_v)
     return {
         "table": table, "seeds": len(rows), "ll_difference": ll, "ll_se": ll_se, "ll_verdict": ll_v,
         "rmse_difference": rm, "rmse_se": rm_se, "rmse_verdict": rm_v,
+        "at_least_as_accurate": None if "one seed" in verdicts else "behind" not in verdicts,
     }  # fmt: skip
 
 
@@ -135,11 +138,8 @@ def summarise(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
         seeds += rows
         if not rows:
             continue
-        row = table_differences(table, rows)
-        verdicts = (row["ll_verdict"], row["rmse_verdict"])
-        tables.append(row | {
+        tables.append(table_differences(table, rows) | {
             "seeds_at_least_as_accurate": f"{sum(r['at_least_as_accurate'] for r in rows)}/{len(rows)}",
-            "at_least_as_accurate": None if "one seed" in verdicts else "behind" not in verdicts,
         })  # fmt: skip
     return seeds, tables
 

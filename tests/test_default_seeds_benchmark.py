@@ -78,7 +78,7 @@ def test_numpyros_records_of_the_same_rows_are_compared_and_quoted(bench, tmp_pa
     assert "(SE 0.0577): behind" in text and text.endswith("at least as accurate: no") and "## NumPyro" in page
     seeds_file = tmp_path / "default_seeds.json"
     seeds_file.write_text(json.dumps(data))
-    assert text in bench.defaults.seeds_lines("vs_numpyro", seeds_file)
+    assert text in bench.defaults.seeds_lines("vs_numpyro", bench.defaults.load_results(seeds_file))
 
 
 def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unknown_tables(
@@ -109,17 +109,21 @@ def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path,
     data = {"records": recs, "runs": []}
     bench.markdown(data)
     path = tmp_path / "default_seeds.json"
-    assert bench.defaults.seeds_lines("coverage", path) == ""  # no file: no line
+    assert bench.defaults.seeds_lines("coverage", bench.defaults.load_results(path)) == ""  # no file: no line
     path.write_text(json.dumps(data))
-    line = bench.defaults.seeds_lines("coverage", path)
+    line = bench.defaults.seeds_lines("coverage", bench.defaults.load_results(path))
     assert line.startswith("- over training sets (`default_seeds.md`") and data["summary"]["text"] in line
-    assert bench.defaults.seeds_lines("ll_vs_previous", path) == ""  # no previous-default cells
-    assert bench.defaults.seeds_lines("time", path) == ""  # a goal the file does not measure
+    assert (
+        bench.defaults.seeds_lines("ll_vs_previous", bench.defaults.load_results(path)) == ""
+    )  # no previous-default cells
+    assert (
+        bench.defaults.seeds_lines("time", bench.defaults.load_results(path)) == ""
+    )  # a goal the file does not measure
     recs += [_rec("energy", s, m, 0.7, ll=0.1 * s) for s in (0, 1) for m in ("sigmabnn", "previous-default")]
     data = {"records": recs, "runs": []}
     bench.markdown(data)
     path.write_text(json.dumps(data))
-    (line,) = bench.defaults.seeds_lines("ll_vs_previous", path).splitlines()
+    (line,) = bench.defaults.seeds_lines("ll_vs_previous", bench.defaults.load_results(path)).splitlines()
     assert "energy, the default against the previous default over 2 training sets: LL difference +0.0000" in line
 
 
