@@ -93,3 +93,16 @@ def test_a_candidate_over_the_time_goal_is_not_made_the_default(bench):
     slow = [*fast[:5], table("energy", 75.0)]
     assert bench.over_time(slow) == ["energy"]
     assert "over the time goal" in bench.decision_text(slow) and "energy" in bench.decision_text(slow)
+
+
+def test_the_readme_quotes_the_committed_fresh_warmup_run(bench):
+    """The README's energy gain of ``warmup-1000-fresh`` and the decision are those of the committed JSON."""
+    from pathlib import Path
+
+    data = bench.defaults.load_results(bench.OUT)
+    _, tables = bench.summarise(data["records"], "warmup-1000-fresh")
+    energy = next(t for t in tables if t["table"] == "energy")
+    sin1d = next(t for t in tables if t["table"] == "sin1d-100")
+    assert bench.decide(tables) == "no" and sin1d["ll_verdict"] == "behind"
+    readme = " ".join((Path(bench.SCRIPT).parents[1] / "README.md").read_text().split())
+    assert f"energy ({energy['ll_difference']:+.4f}, SE {energy['ll_se']:.4f})" in readme
