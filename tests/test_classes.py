@@ -37,8 +37,10 @@ def test_bad_label_columns_are_one_line_data_errors(values, needle):
 
 def test_an_unseen_label_is_refused():
     c = ClassLabels.fit(pd.Series(["a", "b"]))
-    with pytest.raises(DataError, match="'z'.*not a class the model was trained on"):
+    with pytest.raises(DataError, match=r"'z' \(data row 2\) is not a class the model was trained on"):
         c.encode(["a", "z"])
+    with pytest.raises(DataError, match=r"label of data row 3 is missing"):
+        c.encode(["a", "b", None])
 
 
 def test_json_round_trip_and_validation():

@@ -217,8 +217,10 @@ def test_bad_inputs():
     f = make_fitted()
     with pytest.raises(DataError, match=r"shape \[n, 2\]"):
         predict(f, np.zeros((3, 3)))
-    with pytest.raises(DataError, match="1 input rows have missing"):
+    with pytest.raises(DataError, match=r"^1 input row has missing .* \(first: data row 2\)$"):
         predict(f, np.array([[0.0, 1.0], [np.nan, 0.0]]))
+    with pytest.raises(DataError, match=r"^2 input rows have missing .* \(first: data row 1\)$"):
+        predict(f, np.array([[np.inf, 1.0], [np.nan, 0.0]]))
     with pytest.raises(InputError, match="strictly between 0 and 1"):
         predict(f, np.zeros((2, 2)), levels=(0.5, 1.0))
     with pytest.raises(InputError, match="categorical"):

@@ -111,11 +111,11 @@ class ClassLabels:
         codes = np.empty(len(v), dtype=np.int32)
         for i, x in enumerate(v):
             if x is None:
-                raise DataError(f"{what} of row {i} is missing")
+                raise DataError(f"{what} of data row {i + 1} is missing")  # data rows count from 1, as in tables.py
             k = index.get(x)
             if k is None:
                 known = ", ".join(map(repr, self.labels))
-                raise DataError(f"{what} {x!r} (row {i}) is not a class the model was trained on ({known})")
+                raise DataError(f"{what} {x!r} (data row {i + 1}) is not a class the model was trained on ({known})")
             codes[i] = k
         return codes
 

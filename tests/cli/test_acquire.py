@@ -65,7 +65,7 @@ def test_acquire_features_and_parquet_output(model_dir, candidates, tmp_path):
     [
         (lambda d, c: ["--n", "3", "--features", "a"], "features"),
         (lambda d, c: ["--n", "3", "--features", "a,zz"], "zz"),
-        (lambda d, c: ["--n", "0"], "N"),
+        (lambda d, c: ["--n", "0"], "--n: expected a positive integer"),
         (lambda d, c: ["--n", "3", "--criterion", "nope"], "criterion"),
     ],
 )

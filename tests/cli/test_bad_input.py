@@ -169,6 +169,31 @@ def test_seed_outside_what_a_random_key_takes_is_an_argument_error(capsys, comma
     assert exc.value.code == 2 and "2**63 - 1" in err and value in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "prefix", "needle"),
+    [
+        (
+            ["train", "d.csv", "--target", "y", "-o", "m", "--bogus", "1"],
+            "sigmabnn train",
+            "unrecognized arguments: --bogus 1",
+        ),
+        (["evaluate", "m", "d.csv", "--target", "y"], "sigmabnn evaluate", "unrecognized arguments: --target y"),
+        (["nope"], "sigmabnn", "invalid choice: 'nope'"),
+        ([], "sigmabnn", "required: COMMAND"),
+        (["predict", "m", "x.csv", "-o", "p.csv", "--level", "abc"], "sigmabnn predict", "--level"),
+    ],
+)
+def test_argument_errors_are_one_line_naming_the_command(capsys, argv: list[str], prefix: str, needle: str) -> None:
+    """argparse's errors as every other bad input: one line (no usage block), exit 2, the subcommand named
+    also for an option it does not know, and where its usage is."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert exc.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{prefix}: error: ") and needle in lines[0]
+    assert lines[0].endswith(f"(see '{prefix} --help')")
+
+
 def test_largest_seed_is_accepted() -> None:
     from sigmabnn.cli import common
 
@@ -226,7 +251,7 @@ def test_predict_non_finite_input(capsys, tmp_path: Path, model: Path) -> None:
     df.loc[2, "b"] = np.nan
     data = write(df, tmp_path / "x.csv")
     out = tmp_path / "pred.csv"
-    assert_one_line_error(capsys, ["predict", str(model), str(data), "-o", str(out)], "non-finite", "row 2")
+    assert_one_line_error(capsys, ["predict", str(model), str(data), "-o", str(out)], "non-finite", "data row 3")
     assert not out.exists()
 
 

@@ -143,6 +143,16 @@ def test_sampler_warnings_match_train(files):
     assert from_train == [ln for ln in lines if ln.startswith(("8 divergent", "E-BFMI"))]
 
 
+def test_a_stored_report_warns_on_r_hat_without_a_point_it_does_not_know():
+    """A model file keeps only the worst R-hat of the predictions, not where: the warning names no point
+    (it printed "point -1"), while a summary computed from draws still names it."""
+    from sigmabnn.evaluate import diagnostics as diag
+
+    stored = report_warnings(make_model(sampler={"rhat_predictions": 1.05, "acceptance": [0.8] * CHAINS}).report)
+    assert stored == ["R-hat of the predictions is 1.050, above 1.01: the chains disagree."]
+    assert diag.worst_point({"argmax_rhat": 3}) == " (point 3)" and diag.worst_point({"argmax_rhat": -1}) == ""
+
+
 def test_bad_input_exits_2_and_writes_nothing(files, tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()

@@ -167,7 +167,8 @@ def test_non_numeric_column(df):
 def test_non_finite_result_from_finite_inputs_is_an_error(df):
     n_negative = int((df.m_1000022 <= 0).sum())
     assert n_negative > 0
-    with pytest.raises(DataError, match=f"not finite for {n_negative} of {len(df)} rows"):
+    first = int(np.argmax(df.m_1000022.to_numpy() <= 0)) + 1
+    with pytest.raises(DataError, match=rf"not finite for {n_negative} of {len(df)} rows \(first: data row {first}\)"):
         DerivedFeature("lm", "log(m_1000022)").apply(df)
     with pytest.raises(DataError, match="not finite"):
         DerivedFeature("big", "exp(m_1000023)").apply(df)  # overflow, not a hang

@@ -112,13 +112,24 @@ def test_unknown_column_names_close_match():
 
 def test_non_numeric_selected_column_is_named():
     df = _frame()
-    with pytest.raises(DataError, match=r"feature column 'label' is not numeric \(e.g. 'x'\)") as err:
+    with pytest.raises(DataError, match=r"feature column 'label' is not numeric \(e.g. 'x' in data row 1\)") as err:
         prepare(df, "xsec", ["m1", "label"])
     _one_line(err)
     df["xsec"] = df["xsec"].astype(str)
     df.loc[2, "xsec"] = "n/a"
-    with pytest.raises(DataError, match="target column 'xsec' is not numeric"):
+    with pytest.raises(DataError, match=r"target column 'xsec' is not numeric \(e.g. 'n/a' in data row 3\)"):
         prepare(df, "xsec")
+
+
+def test_the_error_names_the_value_that_is_not_a_number_not_the_first_string(tmp_path):
+    """Read from a CSV, a column with one bad value holds every value as a string: the message names the bad one."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n1,2,3\n4,5,6\n7,8,x\n")
+    with pytest.raises(DataError, match=r"target column 'y' is not numeric \(e.g. 'x' in data row 3\)"):
+        prepare(pd.read_csv(path), "y")
+    df = pd.DataFrame({"a": [1.0, 2.0], "y": [True, False]})
+    with pytest.raises(DataError, match=r"target column 'y' is not numeric \(dtype bool\)"):
+        prepare(df, "y")
 
 
 def test_feature_cannot_be_target_or_repeated():

@@ -74,12 +74,14 @@ def _fmt(value: Any, spec: str) -> str:
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, Any]]:
     """The summary as ``(label, text)`` rows in reading order."""
+    from sigmabnn.evaluate.diagnostics import worst_point
+
     rows: list[tuple[str, Any]] = []
     inputs = summary.get("inputs", {})
     where = "rows of the data" if inputs.get("source") == "data" else "reference inputs"
     pred = summary.get("predictions", {})
     label = f"predictions ({inputs.get('num_points')} {where})"
-    rows.append((f"{label}: max R-hat", f"{_fmt(pred.get('max_rhat'), '.4f')} (point {pred.get('argmax_rhat')})"))
+    rows.append((f"{label}: max R-hat", f"{_fmt(pred.get('max_rhat'), '.4f')}{worst_point(pred)}"))
     rows.append(
         (
             f"{label}: min ESS bulk/tail",

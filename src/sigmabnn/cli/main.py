@@ -19,6 +19,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from sigmabnn._version import __version__
 
@@ -44,9 +45,18 @@ EXIT_INPUT = 2  # bad input (also argparse's exit code for bad arguments)
 EXIT_INTERRUPTED = 130
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2, like every other bad input
+    (argparse prints its usage first; here ``--help`` is named instead). Subcommand parsers are of the same
+    class (``add_subparsers`` makes them of its parser's type)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {_one_line(message)} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (imports only the light command modules)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog=PROG,
         description="Bayesian neural network surrogates with calibrated error bars.",
         epilog=f"Run '{PROG} COMMAND --help' for the options of one command; '{PROG} demo' for a first run.",
@@ -57,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=module.HELP, description=getattr(module, "DESCRIPTION", module.HELP))
         module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _parser=p)
     return parser
 
 
@@ -74,7 +84,9 @@ def _describe_os_error(err: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 2 bad input)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the subcommand they were given to, not by the top-level parser
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from sigmabnn.errors import InputError
 
     try:

@@ -348,10 +348,10 @@ class DerivedFeature:
             inputs_finite &= np.isfinite(column)
         bad = ~np.isfinite(values) & inputs_finite
         if bad.any():
-            first = frame.index[int(np.argmax(bad))]
+            first = int(np.argmax(bad)) + 1  # data rows count from 1, as in tables.py
             raise DataError(
                 f"derived feature {self.name!r} = {self.expression} is not finite for {int(bad.sum())} of "
-                f"{len(values)} rows (first: row {first!r})"
+                f"{len(values)} rows (first: data row {first})"
             )
         return pd.Series(values, index=frame.index, name=self.name)
 

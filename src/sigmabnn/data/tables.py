@@ -227,11 +227,20 @@ def _check_column(df: pd.DataFrame, name: Any, role: str) -> str:
     return name
 
 
+def _first_non_number(s: pd.Series) -> tuple[int, Any] | None:
+    """``(data row, value)`` of the first present value of ``s`` that does not read as a number (row 1: the
+    table's first row), else ``None``. A CSV column with one such value holds every value as a string, so the
+    first string is not the culprit."""
+    parsed = pd.to_numeric(s, errors="coerce")
+    bad = np.flatnonzero(parsed.isna().to_numpy() & s.notna().to_numpy())
+    return (int(bad[0]) + 1, s.iloc[bad[0]]) if bad.size else None
+
+
 def _numeric_column(df: pd.DataFrame, name: str, role: str) -> np.ndarray:
     s = df[name]
     if not _is_numeric(s):
-        example = next((v for v in s if isinstance(v, str) and v.strip()), None)
-        what = f" (e.g. {example!r})" if example is not None else f" (dtype {s.dtype})"
+        found = _first_non_number(s) if not pd.api.types.is_bool_dtype(s) else None
+        what = f" (e.g. {found[1]!r} in data row {found[0]})" if found is not None else f" (dtype {s.dtype})"
         raise DataError(f"{role} column {name!r} is not numeric{what}")
     return s.to_numpy(dtype=np.float64, na_value=np.nan)
 

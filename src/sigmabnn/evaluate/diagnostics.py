@@ -64,6 +64,7 @@ __all__ = [
     "suggest_thin",
     "summarize",
     "warnings",
+    "worst_point",
 ]
 
 
@@ -424,6 +425,14 @@ def summarize(
     return out
 
 
+def worst_point(block: Mapping[str, Any]) -> str:
+    """`` (point i)``, the input point of the largest R-hat in a :func:`predictive_diagnostics` block, or
+    ``""`` where it is not known (``argmax_rhat`` -1: no finite R-hat, or a summary rebuilt from a model
+    file's stored report, which keeps only the worst value)."""
+    index = int(block.get("argmax_rhat", -1))
+    return f" (point {index})" if index >= 0 else ""
+
+
 def warnings(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -> list[str]:
     """Plain-sentence warnings for every diagnostic past its threshold.
 
@@ -445,7 +454,7 @@ def warnings(summary: Mapping[str, Any], thresholds: Thresholds | None = None) -
             continue
         max_rhat = block.get("max_rhat", math.nan)
         if np.isfinite(max_rhat) and max_rhat > t.max_rhat:
-            where = f" (point {block['argmax_rhat']})" if key == "predictions" else ""
+            where = worst_point(block) if key == "predictions" else ""
             out.append(f"R-hat of the {label} is {max_rhat:.3f}{where}, above {t.max_rhat}: the chains disagree.")
         for kind in ("bulk", "tail"):
             ess = block.get(f"min_ess_{kind}", math.nan)

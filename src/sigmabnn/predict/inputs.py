@@ -43,8 +43,9 @@ def feature_matrix_for(fitted: FittedModel, x_raw: Any) -> np.ndarray:
             )
     if not np.isfinite(x).all():
         bad = ~np.all(np.isfinite(x), axis=1)
-        first = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{int(bad.sum())} input rows have missing or non-finite feature values (first: row {first})")
+        first, count = int(np.flatnonzero(bad)[0]) + 1, int(bad.sum())  # data rows count from 1, as in tables.py
+        rows = "1 input row has" if count == 1 else f"{count} input rows have"
+        raise DataError(f"{rows} missing or non-finite feature values (first: data row {first})")
     return x
 
 
