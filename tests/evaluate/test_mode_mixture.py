@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from sigmabnn.evaluate.diagnose import MODE_MIXTURE_RHAT, mode_mixture_note
-from sigmabnn.fitting.report import EnsembleSummary, FitReport, MCMCSummary, RecalibrationSummary
+from sigmabnn.fitting.report import EnsembleSummary, FitReport, MCMCSummary, ModelSummary, RecalibrationSummary
 
 
-def _report(rhat, recalibration=None, chains=4):
+def _report(rhat, recalibration=None, chains=4, likelihood="gaussian"):
     sampler = MCMCSummary(acceptance=(0.8,) * chains, rhat_predictions=rhat)
-    return FitReport(method="chees", sampler=sampler, recalibration=recalibration)
+    model = ModelSummary(likelihood=likelihood)
+    return FitReport(method="chees", sampler=sampler, recalibration=recalibration, model=model)
 
 
 def test_agreeing_chains_get_no_note():
@@ -41,3 +42,15 @@ def test_recalibrated_intervals_are_said_to_be_calibrated_as_a_whole():
 def test_threshold_is_a_parameter():
     assert mode_mixture_note(_report(1.05), threshold=1.01) is not None
     assert mode_mixture_note(_report(1.05)) is None
+
+
+def test_a_classifier_is_told_about_its_temperature_not_intervals():
+    def temp(t, rows=30):
+        return RecalibrationSummary(rows_kind="temperature", rows=rows, heldout_rows=rows, extra={"temperature": t})
+
+    scaled = mode_mixture_note(_report(1.4, temp(0.156), likelihood="categorical"))
+    assert "temperature-scaled on 30 validation rows (T = 0.156)" in scaled and "interval" not in scaled
+    kept = mode_mixture_note(_report(1.4, temp(1.0), likelihood="categorical"))
+    assert "kept as sampled (T = 1)" in kept and "interval" not in kept
+    none = mode_mixture_note(_report(1.4, None, likelihood="categorical"))
+    assert "not temperature-scaled" in none and "recalibrate" not in none

@@ -148,6 +148,22 @@ def report_warnings(report: FitReport, thresholds: Thresholds | None = None) -> 
     return warnings(stored_summary(report, chains, max(1, networks // chains)), thresholds)
 
 
+def _temperature_sentence(recal: Any) -> str:
+    """What a classifier's temperature fit (a ``rows_kind="temperature"`` recalibration record, or ``None``) did."""
+    t = None if recal is None else recal.extra.get("temperature")
+    if t is None or not recal.rows:
+        return "Its class probabilities are not temperature-scaled (no validation rows)."
+    if float(t) == 1.0:
+        return (
+            f"On its {recal.rows} validation rows no temperature lowered the NLL of the mixture's class "
+            "probabilities, which are kept as sampled (T = 1)."
+        )
+    return (
+        f"Its class probabilities were temperature-scaled on {recal.rows} validation rows (T = {float(t):.3g}), "
+        "which calibrates the mixture as a whole."
+    )
+
+
 def mode_mixture_note(report: FitReport, threshold: float = MODE_MIXTURE_RHAT) -> str | None:
     """A plain statement that the chains sampled different modes, or ``None`` when they agree.
 
@@ -177,6 +193,9 @@ def mode_mixture_note(report: FitReport, threshold: float = MODE_MIXTURE_RHAT) -
         "the spread between the modes is part of its epistemic uncertainty. "
     )
     recal = report.recalibration
+    classifier = report.model is not None and report.model.likelihood == "categorical"
+    if classifier or (recal is not None and recal.rows_kind == "temperature"):  # probabilities, not intervals
+        return text + _temperature_sentence(recal)
     if recal is not None and recal.rows:
         where = {"heldout": "held-out rows", "loo": "leave-one-out PIT of the training rows"}.get(
             recal.rows_kind or "", "held-out and leave-one-out rows"
