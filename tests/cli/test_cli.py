@@ -149,6 +149,20 @@ def test_predict_with_inputs_keeps_rows(model: Path, workdir: Path) -> None:
     np.testing.assert_allclose(pred["a"], test["a"])
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".PQ"])
+def test_predict_writes_parquet_when_the_output_says_so(model: Path, workdir: Path, suffix: str) -> None:
+    """An OUT ending in .parquet (or .pq) is a Parquet file with the CSV's columns and values (it was a CSV
+    whatever the name), at full precision; nothing else is left beside it."""
+    csv, parquet = workdir / "pred_fmt.csv", workdir / f"pred_fmt{suffix}"
+    argv = ["predict", str(model), str(workdir / "test.csv"), "--with-inputs"]
+    assert main([*argv, "-o", str(csv)]) == 0 and main([*argv, "-o", str(parquet)]) == 0
+    assert parquet.read_bytes()[:4] == b"PAR1"
+    from_csv, from_parquet = pd.read_csv(csv), pd.read_parquet(parquet)
+    assert list(from_parquet.columns) == list(from_csv.columns) and from_parquet["in_domain"].dtype == bool
+    pd.testing.assert_frame_equal(from_parquet, from_csv, check_exact=False, rtol=1e-9)
+    assert not [q for q in workdir.iterdir() if q.name.startswith(".") and "pred_fmt" in q.name]
+
+
 def test_log_target_has_log_space_columns(log_model: Path, workdir: Path) -> None:
     out = workdir / "pred_log.csv"
     assert main(["predict", str(log_model), str(workdir / "test.csv"), "-o", str(out)]) == 0

@@ -71,9 +71,8 @@ def run(args: argparse.Namespace) -> int:
     out = common.output_file(args.out, "output file")
 
     from sigmabnn.acquisition import select
-    from sigmabnn.cli.predict import write_csv
+    from sigmabnn.cli.predict import write_table
     from sigmabnn.data.tables import read_table_chunks
-    from sigmabnn.io.atomic import atomic_write
     from sigmabnn.io.model_file import load_model
 
     fitted = load_model(model_path)
@@ -93,8 +92,5 @@ def run(args: argparse.Namespace) -> int:
             f"all {len(rows)} are written",
             file=sys.stderr,
         )
-    if out is not None and out.suffix.lower() in (".parquet", ".pq"):
-        atomic_write(out, lambda f: rows.to_parquet(f, index=False))
-    else:
-        write_csv(rows, out)
+    write_table(rows, out)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from sigmabnn.cli import common, dask_options
@@ -41,7 +42,13 @@ def add_level_argument(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="model written by 'sigmabnn train' (a directory)")
     p.add_argument("data", metavar="DATA", help="table with the model's input columns (.csv, .parquet)")
-    p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV ('-' for stdout)")
+    p.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        metavar="OUT",
+        help="output CSV, or Parquet when OUT ends in .parquet ('-' for stdout)",
+    )
     add_level_argument(p)
     p.add_argument(
         "--no-intervals",
@@ -77,10 +84,18 @@ def domain_warning(pred: Any) -> str | None:
     )
 
 
-def write_csv(frame: Any, out: Any) -> None:
-    """``frame`` as CSV (10 significant digits) to stdout (``out`` None) or atomically to the path ``out``."""
-    from sigmabnn.io.atomic import atomic_write_text
+#: Output paths with these suffixes are written as Parquet (what the commands read as Parquet too).
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
+
+def write_table(frame: Any, out: Any) -> None:
+    """``frame`` to stdout as CSV (``out`` None), or atomically to the path ``out``: Parquet when its suffix is
+    one of :data:`PARQUET_SUFFIXES` (full precision), else CSV (10 significant digits)."""
+    from sigmabnn.io.atomic import atomic_write, atomic_write_text
+
+    if out is not None and Path(out).suffix.lower() in PARQUET_SUFFIXES:
+        atomic_write(out, lambda f: frame.to_parquet(f, index=False))
+        return
     text = frame.to_csv(index=False, float_format="%.10g")
     if out is None:
         sys.stdout.write(text)
@@ -149,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         fitted = fitted.with_dtype("float32")
     table = read_table(data_path)
     pred = predict(fitted, table, levels=levels, rng_key=jax.random.key(args.seed), calibrated=not args.raw_intervals)
-    write_csv(output_frame(table, pred, args.with_inputs), out)
+    write_table(output_frame(table, pred, args.with_inputs), out)
     warning = domain_warning(pred)
     if warning:
         print(warning, file=sys.stderr)

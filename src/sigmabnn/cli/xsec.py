@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from sigmabnn.cli import common, dask_options
-from sigmabnn.cli.predict import DEFAULT_LEVELS, add_level_argument, write_csv
+from sigmabnn.cli.predict import DEFAULT_LEVELS, add_level_argument, write_table
 
 HELP = "predict every process's cross section at SLHA spectrum files (or a CSV of points)"
 DESCRIPTION = (
@@ -30,7 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--process", action="append", metavar="PDG1,PDG2", help="only this process (repeatable; default: all)"
     )
     add_level_argument(p)
-    p.add_argument("-o", "--out", metavar="OUT", help="write the predictions as CSV ('-' for stdout)")
+    p.add_argument(
+        "-o",
+        "--out",
+        metavar="OUT",
+        help="write the predictions as CSV, or Parquet when OUT ends in .parquet ('-' for stdout)",
+    )
     p.add_argument(
         "--write",
         action="store_true",
@@ -123,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         write_xsection_blocks(frame, levels, args.sqrt_s)
         print(f"wrote XSECTION blocks for {len(surrogates)} processes into {frame['source'].nunique()} SLHA files")
     if args.out is not None:
-        write_csv(frame, out)
+        write_table(frame, out)
     elif not args.write:
         _print_points(frame, levels, sys.stdout)
     return 0
