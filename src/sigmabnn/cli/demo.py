@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o",
         default=None,
         metavar="DIR",
-        help="output directory (default ./sigmabnn-demo for toy, ./sigmabnn-demo-nlo for nlo)",
+        help="output directory (default " + ", ".join(f"./{d} for {n}" for n, d in DEFAULT_OUT.items()) + ")",
     )
     p.add_argument(
         "--functions",
