@@ -105,6 +105,25 @@ def test_the_temperature_is_kept_only_when_it_lowers_the_validation_nll():
         assert extra["val_nll"] < extra["val_nll_at_temperature_1"]
 
 
+def test_recalibrate_refits_the_temperature_from_arrays_and_keeps_one_that_does_not_help(ensemble_on_blobs):
+    """``recalibrate(fitted, x, labels)``: the temperature of :func:`kept_temperature` on those rows replaces
+    the model's; on rows the model already fits well no temperature may make it worse than T = 1."""
+    from sigmabnn.api import recalibrate
+    from sigmabnn.predict.classes import network_probabilities
+    from sigmabnn.temperature import kept_temperature
+
+    fitted, _ = ensemble_on_blobs
+    held = blobs(200, seed=9)
+    x, labels = held[["a", "b"]].to_numpy(), held["kind"].to_numpy()
+    new = recalibrate(fitted, x, labels)
+    codes = np.array([fitted.classes.labels.index(v) for v in labels])
+    log_p = np.log(np.maximum(network_probabilities(fitted, x, calibrated=False), 1e-300))
+    expected = kept_temperature(log_p, codes)
+    assert new.classes.temperature == pytest.approx(expected.temperature)
+    assert new.classes.labels == fitted.classes.labels and new.report.recalibration.rows == 200
+    assert expected.nll <= expected.nll_at_one
+
+
 def test_integer_labels_keep_their_values():
     df = blobs(labels=(7, 3, 5))
     df["kind"] = df["kind"].astype(np.int64)

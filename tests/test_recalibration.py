@@ -246,7 +246,7 @@ def test_recalibrated_tail_levels_below_one_in_2000_get_enough_samples():
 # --------------------------------------------------------------------------- errors, files
 
 
-def test_recalibrate_refuses_classifiers_and_bad_rows():
+def test_recalibrate_refuses_bad_rows_and_a_classifier_without_labels_or_with_loo_rows():
     mlp = parse_architecture("2-3")
     d = sum(a * b + b for a, b in zip(mlp.widths[:-1], mlp.widths[1:]))
     hyper = Hyperparameters(np.ones((1, 2)), np.ones((1, 2, 1)), np.ones((1, 2, 1)))
@@ -258,8 +258,10 @@ def test_recalibrate_refuses_classifiers_and_bad_rows():
         feature_names=("a", "b"),
         target_name="label",
     )
-    with pytest.raises(InputError, match="classifier"):
+    with pytest.raises(InputError, match="no label set"):
         recalibrate(clf, np.zeros((30, 2)), np.zeros(30))
+    with pytest.raises(InputError, match=r"held-out rows \(rows 'heldout'\), not 'loo'"):
+        recalibrate(clf, np.zeros((30, 2)), np.zeros(30), rows="loo")
     model = linear_model(1.0)
     with pytest.raises(DataError, match="at least 20"):
         recalibrate(model, np.zeros((5, 1)), np.zeros(5))

@@ -11,6 +11,9 @@ are described there). :func:`sigmabnn.predict.predict` then reads the central in
 ``c`` off the predictive quantiles ``R^{-1}((1 - c) / 2)`` and ``R^{-1}((1 + c) / 2)``; the
 predictive mean and stds are not changed.
 
+A classifier has no intervals: its recalibration refits the temperature of its logits on the held-out
+rows (:mod:`sigmabnn.temperature`), kept only when it lowers their negative log-likelihood.
+
 The held-out rows must be independent of the training rows and of the rows the recalibrated
 intervals are judged on: the map is fitted on them, so coverage on the same rows is optimistic.
 ``m`` rows resolve levels to about ``1 / (m + 1)``; coverage of the recalibrated central
@@ -48,6 +51,7 @@ from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.names import MCMC_METHODS, MIN_RECALIBRATION_ROWS, RECALIBRATION_ROWS
 from sigmabnn.predict import feature_matrix_for, per_draw_predictive, predictive_cdf
+from sigmabnn.temperature import fit_temperature
 
 __all__ = [
     "ROWS",
@@ -69,8 +73,6 @@ ROWS = RECALIBRATION_ROWS
 
 def _check_model(fitted: FittedModel) -> None:
     name = fitted.bnn.likelihood.name
-    if name == "categorical":
-        raise InputError("recalibration applies to regression models; this model is a classifier (categorical)")
     if name == "known_noise":
         raise InputError(
             "recalibration is not supported for a known-noise model (its intervals depend on the noise std given at "
@@ -88,12 +90,10 @@ def pit_values(fitted: FittedModel, x_raw: Any, y_raw: Any, *, chunk_size: int =
     return predictive_cdf(fitted, x_raw, y_raw, chunk_size=chunk_size)
 
 
-def _rows(fitted: FittedModel, data: Any, y: Any, split: str, split_column: str | None) -> tuple[Any, Any, str]:
-    """The held-out inputs, targets and their name from a table (with its split column) or arrays."""
+def _heldout_table(fitted: FittedModel, data: Any, split: str, split_column: str | None) -> tuple[Any, str]:
+    """The held-out rows of a table (its ``split`` rows, or every row without a split column), and their name."""
     import pandas as pd
 
-    if y is not None:
-        return data, y, split
     if not isinstance(data, pd.DataFrame):
         raise InputError("recalibrate needs a table (DataFrame) holding the target column, or arrays x and y")
     name = "all"
@@ -104,10 +104,19 @@ def _rows(fitted: FittedModel, data: Any, y: Any, split: str, split_column: str 
             raise DataError(f"no rows with {split_column} == {split!r} to recalibrate on")
     elif split_column is not None and split_column != "split":
         raise DataError(f"the table has no split column {split_column!r}")
-    target = fitted.target_name
-    if target not in data.columns:
-        raise DataError(f"the table has no target column {target!r}")
-    values = pd.to_numeric(data[target], errors="coerce").to_numpy(np.float64)
+    if fitted.target_name not in data.columns:
+        raise DataError(f"the table has no target column {fitted.target_name!r}")
+    return data, name
+
+
+def _rows(fitted: FittedModel, data: Any, y: Any, split: str, split_column: str | None) -> tuple[Any, Any, str]:
+    """The held-out inputs, targets and their name from a table (with its split column) or arrays."""
+    import pandas as pd
+
+    if y is not None:
+        return data, y, split
+    data, name = _heldout_table(fitted, data, split, split_column)
+    values = pd.to_numeric(data[fitted.target_name], errors="coerce").to_numpy(np.float64)
     ok = np.isfinite(values) & ((values > 0) if fitted.log_target else True)
     data = data[ok]
     return data, values[ok], name
@@ -298,7 +307,8 @@ def recalibrate(
     """A copy of ``fitted`` whose intervals are quantile-recalibrated (Kuleshov et al. 2018).
 
     Args:
-        fitted: a regression model (any likelihood but known noise; classifiers are refused).
+        fitted: a model of any likelihood but known noise; a classifier gets its temperature refitted on the
+            held-out rows instead of an interval map (``rows`` must be ``"heldout"``; ``map`` does not apply).
         data: a DataFrame with the raw input columns and the target (derived features are
             recomputed), or raw features ``[n, p]`` of the held-out rows with ``y`` (``None`` with
             ``rows="loo"`` and ``train``).
@@ -329,10 +339,14 @@ def recalibrate(
     its raw CDF (the old map is replaced, not composed).
 
     Raises:
-        InputError / DataError: a classifier or known-noise model, ``rows`` with ``"loo"`` for a
-            model not sampled by MCMC, rows that are not the model's training rows, missing
-            columns or rows, fewer than ``MIN_ROWS`` usable rows.
+        InputError / DataError: a known-noise model, ``rows`` other than ``"heldout"`` for a classifier or
+            with ``"loo"`` for a model not sampled by MCMC, rows that are not the model's training rows,
+            missing columns or rows, fewer than ``MIN_ROWS`` usable rows, a label the classifier never saw.
     """
+    if fitted.is_classifier:
+        if rows != "heldout":
+            raise InputError(f"a classifier is recalibrated on held-out rows (rows 'heldout'), not {rows!r}")
+        return _recalibrate_classifier(fitted, data, y, split, split_column)
     _check_model(fitted)
     if rows not in ROWS:
         raise InputError(f"rows must be one of {', '.join(ROWS)}; got {rows!r}")
@@ -388,3 +402,34 @@ def recalibrate(
     new = dataclasses.replace(fitted, calibration=Calibration(u, "+".join(names), scale))
     extra = {} if scale is None else {"map": "scale", "scale": scale.tolist()}
     return new.with_diagnostics(recalibration={"rows_kind": rows, "rows": n, **info, **extra})
+
+
+def _recalibrate_classifier(
+    fitted: FittedModel, data: Any, y: Any, split: str, split_column: str | None
+) -> FittedModel:
+    """A classifier's recalibration: its temperature refitted on the held-out rows (:mod:`sigmabnn.temperature`,
+    kept only when it lowers their NLL below that at ``T = 1``); the old temperature is replaced."""
+    if fitted.classes is None:
+        raise InputError("this classifier holds no label set to recalibrate (a model file always does)")
+    if y is None:
+        table, name = _heldout_table(fitted, data, split, split_column)
+        labels = table[fitted.target_name]
+        present = labels.notna().to_numpy()
+        x, labels = table[present], labels[present]
+    else:
+        x, labels, name = data, y, split
+    if len(labels) < MIN_ROWS:
+        raise DataError(f"recalibration needs at least {MIN_ROWS} rows with a label, got {len(labels)}")
+    codes = fitted.classes.encode(labels, what=f"label of {fitted.target_name!r}")
+    x = feature_matrix_for(fitted, x)
+    if _are_training_rows(fitted, x, codes):
+        raise DataError(
+            f"the {len(x)} rows given to recalibrate on are the model's own training rows: a temperature fitted on "
+            "them would make the class probabilities overconfident; give held-out rows"
+        )
+    new, fit = fit_temperature(fitted, x, codes)
+    summary = {
+        "rows_kind": "temperature", "rows": len(x), "heldout_rows": len(x), "split": name,
+        "temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one,
+    }  # fmt: skip
+    return new.with_diagnostics(recalibration=summary)

@@ -83,3 +83,35 @@ def test_bbb_with_the_scale_mixture_prior_from_the_command_line(tmp_path, capsys
 
     assert load_model(tmp_path / "m").settings["prior"] == "scale_mixture"
     one_line_exit_2(capsys, [*argv[:-2], "--method", "nuts", "-o", str(tmp_path / "m2")], "--vi-prior")
+
+
+def test_recalibrate_refits_a_classifiers_temperature_on_held_out_rows(trained, capsys):
+    """``recalibrate`` on a classifier: the temperature minimising the held-out rows' NLL (recomputed here by
+    the same search) replaces the old one when it beats T = 1; ``info`` shows it; the rule's refusals."""
+    from sigmabnn.io.model_file import load_model
+    from sigmabnn.predict.classes import network_probabilities
+    from sigmabnn.temperature import kept_temperature
+
+    held = blobs(120, seed=5)
+    labels = held["kind"].to_numpy().copy()
+    labels[::4] = np.roll(labels[::4], 1)  # a quarter relabelled: the model's confidence is too high for these rows
+    held["kind"] = labels
+    held.to_csv(trained / "held.csv", index=False)
+    new = trained / "recal"
+    assert main(["recalibrate", str(trained / "model"), str(trained / "held.csv"), "-o", str(new)]) == 0
+    printed = capsys.readouterr().out
+    fitted = load_model(new)
+    t = fitted.classes.temperature
+    codes = np.array([fitted.classes.labels.index(v) for v in labels])
+    log_p = np.log(np.maximum(network_probabilities(load_model(trained / "model"), held, calibrated=False), 1e-300))
+    assert t == pytest.approx(kept_temperature(log_p, codes).temperature) and t > 1.0  # softened
+    assert f"temperature T = {t:.3g}" in printed and "recalibrated on 120 rows (all)" in printed
+    assert main(["info", str(new)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"logit temperature {t:.4g} (fitted on 120 rows)" in shown and "classes ant, bee, cat (3)" in shown
+    one_line_exit_2(capsys, ["recalibrate", str(trained / "model"), str(trained / "held.csv"), "-o", str(new),
+                             "--rows", "loo"], "held-out rows")  # fmt: skip
+    held.head(10).to_csv(trained / "few.csv", index=False)
+    one_line_exit_2(capsys, ["recalibrate", str(trained / "model"), str(trained / "few.csv"), "-o", str(new)], "20")
+    held.assign(kind=["dog"] * len(held)).to_csv(trained / "dog2.csv", index=False)
+    one_line_exit_2(capsys, ["recalibrate", str(trained / "model"), str(trained / "dog2.csv"), "-o", str(new)], "dog")

@@ -36,6 +36,7 @@ def describe(fitted: Any) -> dict[str, Any]:
             "map": fitted.calibration.method,
             **({} if fitted.calibration.scale is None else {"scale": fitted.calibration.scale.tolist()}),
         },
+        "classes": None if fitted.classes is None else fitted.classes.to_json(),
         "architecture": bnn.mlp.describe(),
         "activations": list(bnn.mlp.activations),
         "likelihood": bnn.likelihood.name,
@@ -107,8 +108,17 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
             rows.append((label, list(value) if isinstance(value, tuple) else value))
     if report.noise_std is not None:
         rows.append(("noise std", report.noise_std))
+    rows += _class_rows(info, report)
     val = (report.metrics or {}).get("val")
-    if val:
+    if val and info.get("classes"):
+        rows.append(
+            (
+                "validation",
+                f"accuracy {common.format_value(val.get('accuracy'))}, NLL {common.format_value(val.get('nll'))}, "
+                f"ECE {common.format_value(val.get('ece'))} ({val.get('n')} rows)",
+            )
+        )
+    elif val:
         section = val.get("log10" if info["log_target"] else "original", {})
         cov = section.get("coverage_interval", {})
         rows.append(
@@ -123,6 +133,20 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
         rows.append(("trained on", f"{data.train} rows of {data.source or 'a DataFrame'}"))
     rows += [("data fingerprint", info["data_fingerprint"]), ("created", info["created"])]
     return rows
+
+
+def _class_rows(info: dict[str, Any], report: FitReport) -> list[tuple[str, Any]]:
+    """A classifier's labels and logit temperature (with the rows it was fitted on), else nothing."""
+    classes = info.get("classes")
+    if not classes:
+        return []
+    labels = ", ".join(map(str, classes["labels"]))
+    rec = report.recalibration
+    t = float(classes["temperature"])
+    split = None if rec is None else rec.extra.get("split", "validation")  # "all": every row of the table given
+    kind = "" if split in (None, "all") else f" {split}"
+    where = f" (fitted on {rec.rows}{kind} rows)" if rec is not None and rec.rows else ""
+    return [("classes", f"{labels} ({len(classes['labels'])})"), ("logit temperature", f"{t:.4g}{where}")]
 
 
 def run(args: argparse.Namespace) -> int:

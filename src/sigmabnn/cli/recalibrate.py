@@ -8,14 +8,16 @@ import sys
 from sigmabnn.cli import common
 from sigmabnn.names import CALIBRATION_MAPS
 
-HELP = "recalibrate a model's predictive intervals on held-out rows"
+HELP = "recalibrate a model's predictive intervals (a classifier's temperature) on held-out rows"
 DESCRIPTION = (
     "Quantile recalibration (Kuleshov, Fenner & Ermon 2018): the exact predictive CDF of the model at the "
     "held-out rows of DATA (the rows labelled --split in --split-column, or every row when DATA has no such "
     "column) gives a monotone map of interval levels, stored in the new model; its predictions then use it "
     "for the intervals (means and stds unchanged). --rows loo fits the map on the leave-one-out PIT of the "
     "model's training rows instead (the rows labelled --train-split; PSIS, MCMC models only), --rows loo+heldout "
-    "on both. --map scale fits one width parameter instead of the empirical map (steadier on few rows)."
+    "on both. --map scale fits one width parameter instead of the empirical map (steadier on few rows). A "
+    "classifier's recalibration refits the temperature of its logits on the held-out rows instead, kept only when "
+    "it lowers their negative log-likelihood."
 )
 
 
@@ -60,7 +62,16 @@ def run(args: argparse.Namespace) -> int:
         map=args.map,
     )
     save_model(new, out)  # atomic
-    if not args.quiet:
+    if not args.quiet and new.is_classifier:
+        rec = new.report.recalibration.extra
+        t = rec["temperature"]
+        what = f"temperature T = {t:.3g}" if t != 1.0 else "no temperature lowered their NLL: T = 1 kept"
+        print(
+            f"recalibrated on {new.report.recalibration.rows} rows ({rec['split']}): {what} (NLL "
+            f"{rec['val_nll_at_temperature_1']:.4g} at T = 1, {rec['val_nll']:.4g} now); model written to {out}",
+            file=sys.stdout,
+        )
+    elif not args.quiet:
         cal = new.calibration
         rec = new.report.recalibration
         loo = (
