@@ -82,8 +82,22 @@ def test_the_predictive_is_the_mean_of_the_networks_probabilities(ensemble_on_bl
     h = -np.sum(p * np.log(p), axis=-1)
     np.testing.assert_allclose(pred.expected_entropy, h.mean(axis=0), rtol=1e-9, atol=1e-14)
     frame = pred.to_frame(index=df.index)  # the columns sigmabnn predict writes
-    assert list(frame.columns)[-4:] == ["predicted", "entropy", "expected_entropy", "mutual_information"]
+    summaries = ["predicted", "entropy", "expected_entropy", "mutual_information", "in_domain", "domain_distance"]
+    assert list(frame.columns)[-6:] == summaries
     np.testing.assert_array_equal(frame[[c for c in frame.columns if c.startswith("prob_")]], pred.probabilities)
+
+
+def test_a_classifier_flags_points_outside_its_training_domain(ensemble_on_blobs):
+    """The classifier's prediction carries the regression's domain flags: the model's stored domain at the
+    standardised inputs; held-out rows from the training distribution inside, far points outside."""
+    fitted, _ = ensemble_on_blobs
+    held = blobs(200, seed=4)[["a", "b"]]
+    far = pd.DataFrame({"a": [30.0, -25.0], "b": [0.0, 40.0]})
+    inside, outside = predict(fitted, held), predict(fitted, far)
+    z = fitted.x_transform.forward(held[["a", "b"]].to_numpy())
+    np.testing.assert_allclose(inside.domain_distance, fitted.domain.distance(z), rtol=1e-6)
+    assert inside.in_domain.mean() >= 0.95 and not outside.in_domain.any()
+    np.testing.assert_array_equal(inside.in_domain, inside.domain_distance <= fitted.domain.threshold)
 
 
 def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path, ensemble_on_blobs):

@@ -41,7 +41,8 @@ def test_predict_writes_class_probabilities_and_the_uncertainty_split(trained, c
     assert main(["predict", str(trained / "model"), str(trained / "data.csv"), "-o", str(out)]) == 0
     frame = pd.read_csv(out)
     probs = ["prob_ant", "prob_bee", "prob_cat"]
-    assert list(frame.columns) == [*probs, "predicted", "entropy", "expected_entropy", "mutual_information"]
+    summaries = ["predicted", "entropy", "expected_entropy", "mutual_information", "in_domain", "domain_distance"]
+    assert list(frame.columns) == [*probs, *summaries] and frame["in_domain"].all()  # the training rows
     np.testing.assert_allclose(frame[probs].sum(axis=1), 1.0, rtol=1e-8)
     assert (frame["predicted"] == blobs()["kind"]).mean() > 0.9
     np.testing.assert_allclose(frame["mutual_information"], frame["entropy"] - frame["expected_entropy"], atol=1e-8)

@@ -78,9 +78,10 @@ def domain_warning(pred: Any) -> str | None:
     if inside is None or inside.all():
         return None
     n_out = int((~inside).sum())
+    what = "class probabilities" if hasattr(pred, "probabilities") else "error bars"
     return (
         f"warning: {n_out} of {inside.size} rows lie outside the training domain (in_domain false); "
-        "their error bars are extrapolations, not to be trusted"
+        f"their {what} are extrapolations, not to be trusted"
     )
 
 

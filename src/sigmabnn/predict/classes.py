@@ -30,7 +30,7 @@ from sigmabnn.fitted import FittedModel
 from sigmabnn.model.mlp import forward_ensemble
 from sigmabnn.model.posterior import BNN
 from sigmabnn.predict.device import device_model
-from sigmabnn.predict.inputs import feature_matrix_for
+from sigmabnn.predict.inputs import domain_columns, feature_matrix_for
 
 Array = jax.Array
 
@@ -60,6 +60,10 @@ class ClassPrediction(NamedTuple):
         mutual_information: ``[n]`` float64 their difference (epistemic, BALD, nats).
         num_networks: networks averaged over.
         temperature: the logits' temperature used.
+        domain_distance: ``[n]`` float64 distance of each point from the training inputs, as for a regression
+            (:class:`~sigmabnn.data.domain.Domain`), or ``None`` for a model without a stored domain.
+        in_domain: ``[n]`` bool, ``domain_distance`` within the threshold fitted on the training rows: outside,
+            the class probabilities (and the BALD score) are extrapolations; ``None`` without a domain.
     """
 
     labels: tuple[Any, ...]
@@ -71,17 +75,22 @@ class ClassPrediction(NamedTuple):
     mutual_information: np.ndarray
     num_networks: int
     temperature: float
+    domain_distance: np.ndarray | None = None
+    in_domain: np.ndarray | None = None
 
     def columns(self) -> dict[str, np.ndarray]:
-        """The per-row columns ``sigmabnn predict`` writes: ``prob_<label>`` then the summaries."""
+        """The per-row columns ``sigmabnn predict`` writes: ``prob_<label>``, the summaries, then ``in_domain``
+        and ``domain_distance`` when the prediction has them."""
         out = {f"prob_{label}": self.probabilities[:, k] for k, label in enumerate(self.labels)}
-        return {
-            **out,
+        out |= {
             "predicted": self.predicted,
             "entropy": self.entropy,
             "expected_entropy": self.expected_entropy,
             "mutual_information": self.mutual_information,
         }
+        if self.in_domain is not None:
+            out |= {"in_domain": self.in_domain, "domain_distance": self.domain_distance}
+        return out
 
     def to_frame(self, index: Any = None) -> Any:
         """:meth:`columns` as a pandas DataFrame (``index``: e.g. the input table's index)."""
@@ -166,7 +175,11 @@ def class_probabilities(
     fitted: FittedModel, x_raw: Any, *, chunk_size: int = CLASS_CHUNK, calibrated: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(mean_t p_t [n, K], mean_t H[p_t] [n])`` float64, chunk by chunk."""
-    z, params, inv_t = _prepared(fitted, x_raw, calibrated)
+    return _moments(fitted, *_prepared(fitted, x_raw, calibrated), chunk_size)
+
+
+def _moments(fitted: FittedModel, z: np.ndarray, params: Any, inv_t: Array, chunk_size: int) -> tuple[Any, Any]:
+    """:func:`class_probabilities` at standardised inputs ``z`` ``[n, p]`` (what :func:`_prepared` gives)."""
     fn = _moments_fn(fitted.bnn, fitted.num_networks)
     k = fitted.bnn.mlp.widths[-1]
     probs, exp_h = [np.zeros((0, k))], [np.zeros(0)]
@@ -194,7 +207,8 @@ def predict_classes(
     Raises:
         InputError: a regression model; DataError: bad features.
     """
-    p, exp_h = class_probabilities(fitted, x_raw, chunk_size=chunk_size, calibrated=calibrated)
+    z, params, inv_t = _prepared(fitted, x_raw, calibrated)
+    p, exp_h = _moments(fitted, z, params, inv_t, chunk_size)
     h = entropy(p)
     index = np.argmax(p, axis=1) if p.shape[0] else np.zeros(0, np.int64)
     classes = fitted.classes
@@ -208,4 +222,5 @@ def predict_classes(
         mutual_information=np.maximum(h - exp_h, 0.0),
         num_networks=int(fitted.num_networks),
         temperature=float(classes.temperature if calibrated else 1.0),
+        **domain_columns(fitted, z),
     )

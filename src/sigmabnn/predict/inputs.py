@@ -14,7 +14,18 @@ from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.engine import Points
 
-__all__ = ["check_levels", "feature_matrix_for", "points_for", "targets_for"]
+__all__ = ["check_levels", "domain_columns", "feature_matrix_for", "points_for", "targets_for"]
+
+
+def domain_columns(fitted: FittedModel, z: Any) -> dict[str, np.ndarray]:
+    """``domain_distance`` ``[n]`` float64 and ``in_domain`` ``[n]`` bool of standardised inputs ``z`` ``[n, p]``
+    (:class:`~sigmabnn.data.domain.Domain`, the threshold fitted on the training rows); empty for a model
+    without a stored domain. ``z`` in the model's dtype is fine: a float32 model's rounding (relative
+    ``1e-7``) is far below any threshold."""
+    if fitted.domain is None:
+        return {}
+    distance = fitted.domain.distance(np.asarray(z, dtype=np.float64))
+    return {"domain_distance": distance, "in_domain": distance <= fitted.domain.threshold}
 
 
 def feature_matrix_for(fitted: FittedModel, x_raw: Any) -> np.ndarray:

@@ -17,7 +17,7 @@ from sigmabnn.errors import DataError, InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.classes import CLASS_CHUNK, ClassPrediction, predict_classes
 from sigmabnn.predict.engine import Points, Request, run
-from sigmabnn.predict.inputs import check_levels, points_for
+from sigmabnn.predict.inputs import check_levels, domain_columns, points_for
 from sigmabnn.predict.sampling import default_key, default_num_samples, host_quantiles, quantile_levels
 
 Array = jax.Array
@@ -205,25 +205,13 @@ def predict_points(
     )
     samples = np.moveaxis(out["samples"], -1, 0) if return_samples else None  # [S, n, t]
     quantiles = out.get("quantiles", {})
-    domain = _domain_columns(fitted, points)
+    domain = domain_columns(fitted, points.z)
     pred = _assemble(out["log"], quantiles.get("log"), samples, lv, None)._replace(**domain)
     if log10:
         pred = _assemble(
             out["orig"], quantiles.get("orig"), None if samples is None else np.power(10.0, samples), lv, pred
         )._replace(**domain)
     return pred, {k: out[k] for k in ("lpd", "pit") if k in out}
-
-
-def _domain_columns(fitted: FittedModel, points: Points) -> dict[str, np.ndarray]:
-    """``domain_distance`` and ``in_domain`` of the points (empty without a stored domain).
-
-    The points' standardised inputs are in the model's dtype; a float32 model's rounding
-    (relative ``1e-7``) is far below any threshold.
-    """
-    if fitted.domain is None:
-        return {}
-    distance = fitted.domain.distance(np.asarray(points.z, dtype=np.float64))
-    return {"domain_distance": distance, "in_domain": distance <= fitted.domain.threshold}
 
 
 def _assemble(
