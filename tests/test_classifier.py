@@ -100,6 +100,22 @@ def test_a_classifier_flags_points_outside_its_training_domain(ensemble_on_blobs
     np.testing.assert_array_equal(inside.in_domain, inside.domain_distance <= fitted.domain.threshold)
 
 
+def test_evaluate_scores_a_classifiers_rows_inside_and_outside_the_domain_apart(ensemble_on_blobs):
+    from sigmabnn.evaluate.classification import classification_summary
+    from sigmabnn.evaluate.metrics import evaluate
+
+    fitted, _ = ensemble_on_blobs
+    rows = pd.concat([blobs(100, seed=6), blobs(10, seed=7).assign(a=lambda d: d.a + 30.0)], ignore_index=True)
+    metrics = evaluate(fitted, rows, rows)
+    pred = predict(fitted, rows)
+    codes = np.array([fitted.classes.labels.index(v) for v in rows["kind"]])
+    dom = metrics["domain"]
+    assert dom["n_in"] + dom["n_out"] == 110 and dom["n_out"] >= 10
+    out = ~pred.in_domain
+    assert dom["out"] == classification_summary(pred.probabilities[out], codes[out])
+    assert dom["in"]["n"] == dom["n_in"] and metrics["n"] == 110
+
+
 def test_string_labels_and_temperature_round_trip_through_save_and_load(tmp_path, ensemble_on_blobs):
     df = blobs()
     fitted, report = ensemble_on_blobs

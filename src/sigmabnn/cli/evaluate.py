@@ -17,7 +17,8 @@ DESCRIPTION = (
     "predictive density, mean and std of the standardised residuals, and coverage at 1/2/3 sigma and of the "
     "central intervals; for a log target in log10 space and in the original space. For a model that stores its "
     "training domain, the same metrics again for the rows inside and outside it. A classifier: accuracy, "
-    "negative log-likelihood, Brier score and expected calibration error (15 equal-width confidence bins)."
+    "negative log-likelihood, Brier score and expected calibration error (15 equal-width confidence bins), "
+    "and the same for the rows inside and outside its training domain."
 )
 
 

@@ -145,11 +145,24 @@ def labels_for(fitted: FittedModel, y_raw: Any, n: int) -> np.ndarray:
 
 
 def evaluate_classifier(fitted: FittedModel, x_raw: Any, y_raw: Any, *, calibrated: bool = True) -> dict[str, Any]:
-    """Score a classifier on labelled rows: :func:`classification_summary` plus ``target`` and ``temperature``."""
+    """Score a classifier on labelled rows: :func:`classification_summary` plus ``target`` and ``temperature``;
+    for a model with a stored training domain also ``"domain"``, as for a regression
+    (:func:`sigmabnn.evaluate.metrics.evaluate`): ``threshold``, ``n_in``, ``n_out`` and the summary of the
+    rows inside (``"in"``) and outside (``"out"``) it, a part without rows left out."""
     pred = predict_classes(fitted, x_raw, calibrated=calibrated)
     codes = labels_for(fitted, y_raw, pred.probabilities.shape[0])
-    return {
+    out = {
         "target": fitted.target_name,
         "temperature": pred.temperature,
         **classification_summary(pred.probabilities, codes, pred),
     }
+    inside = pred.in_domain
+    if inside is not None:
+        parts = {"in": inside, "out": ~inside}
+        out["domain"] = {
+            "threshold": float(fitted.domain.threshold),
+            "n_in": int(inside.sum()),
+            "n_out": int((~inside).sum()),
+            **{k: classification_summary(pred.probabilities[r], codes[r]) for k, r in parts.items() if r.any()},
+        }
+    return out
