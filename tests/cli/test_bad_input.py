@@ -95,7 +95,7 @@ def test_non_finite_column(capsys, tmp_path: Path, bad: float) -> None:
 
 
 def test_too_few_rows(capsys, tmp_path: Path) -> None:
-    assert_train_fails(capsys, tmp_path, table(n=1), [], "usable training rows")
+    assert_train_fails(capsys, tmp_path, table(n=1), [], "only 1 usable training row; at least 2")
 
 
 @pytest.mark.parametrize("log", [False, True])

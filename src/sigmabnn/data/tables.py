@@ -390,7 +390,8 @@ def prepare(
     n_train = parts["train"].size
     if n_train < MIN_TRAIN_ROWS:
         lost = f" ({len(df) - n_usable} of {len(df)} rows dropped for missing values)" if n_usable < len(df) else ""
-        raise DataError(f"only {n_train} usable training rows; at least {MIN_TRAIN_ROWS} are needed{lost}")
+        rows = "1 usable training row" if n_train == 1 else f"{n_train} usable training rows"
+        raise DataError(f"only {rows}; at least {MIN_TRAIN_ROWS} are needed{lost}")
 
     def subset(rows: np.ndarray) -> Split:
         return Split(
