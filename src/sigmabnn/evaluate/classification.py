@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sigmabnn.errors import DataError
+from sigmabnn.evaluate.domain_split import domain_split
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.classes import ClassPrediction, predict_classes
 
@@ -156,13 +157,8 @@ def evaluate_classifier(fitted: FittedModel, x_raw: Any, y_raw: Any, *, calibrat
         "temperature": pred.temperature,
         **classification_summary(pred.probabilities, codes, pred),
     }
-    inside = pred.in_domain
-    if inside is not None:
-        parts = {"in": inside, "out": ~inside}
-        out["domain"] = {
-            "threshold": float(fitted.domain.threshold),
-            "n_in": int(inside.sum()),
-            "n_out": int((~inside).sum()),
-            **{k: classification_summary(pred.probabilities[r], codes[r]) for k, r in parts.items() if r.any()},
-        }
+    if pred.in_domain is not None:
+        out["domain"] = domain_split(
+            fitted, pred.in_domain, lambda r: classification_summary(pred.probabilities[r], codes[r])
+        )
     return out

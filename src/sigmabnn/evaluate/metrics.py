@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from sigmabnn.evaluate.classification import evaluate_classifier
+from sigmabnn.evaluate.domain_split import domain_split
 from sigmabnn.fitted import FittedModel
 from sigmabnn.predict import score
 from sigmabnn.predict.inputs import check_levels
@@ -243,13 +244,7 @@ def evaluate(
     out |= _sections(fitted, scored, slice(None), bounds, levels)
     inside = scored.prediction.in_domain
     if inside is not None:
-        parts = {"in": inside, "out": ~inside}
-        out["domain"] = {
-            "threshold": float(fitted.domain.threshold),
-            "n_in": int(inside.sum()),
-            "n_out": int((~inside).sum()),
-            **{part: _sections(fitted, scored, rows, bounds, levels) for part, rows in parts.items() if rows.any()},
-        }
+        out["domain"] = domain_split(fitted, inside, lambda rows: _sections(fitted, scored, rows, bounds, levels))
     return out
 
 
