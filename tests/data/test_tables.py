@@ -143,9 +143,7 @@ def test_feature_cannot_be_target_or_repeated():
 def test_too_few_rows():
     df = _frame(5)
     df.loc[1:, "m1"] = np.nan
-    with pytest.raises(
-        DataError, match=rf"only 1 usable training rows; at least {MIN_TRAIN_ROWS}.*4 of 5 rows dropped"
-    ):
+    with pytest.raises(DataError, match=rf"only 1 usable training row; at least {MIN_TRAIN_ROWS}.*4 of 5 rows dropped"):
         prepare(df, "xsec", split_fractions=(1.0, 0.0, 0.0))
 
 
