@@ -239,7 +239,8 @@ def fit(
 
 
 def recalibrate(fitted: Any, data: Any, y: Any = None, **options: Any) -> Any:
-    """Quantile-recalibrate ``fitted``'s intervals on held-out rows; returns the new model.
+    """Quantile-recalibrate ``fitted``'s intervals (a classifier: refit its logit temperature) on held-out
+    rows; returns the new model.
 
     The public entry point of :func:`sigmabnn.recalibration.recalibrate` (arguments and
     errors there): ``data`` a table with the target and a ``split`` column (its ``"val"``
