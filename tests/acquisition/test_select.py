@@ -137,11 +137,12 @@ def test_a_classifiers_scores_are_computed_a_block_of_rows_at_a_time(classifier,
 
 
 def test_a_classifiers_default_batch_is_drawn_in_proportion_to_the_scores(classifier, candidates):
-    """The power batch: distinct rows of the pool, reproducible by seed; the first pick's frequency over
+    """The power batch: distinct rows of the pool, reproducible by seed, written best first; one pick's frequency over
     seeds follows score / sum of the pool's scores (Gumbel-top-k), within 4 binomial standard errors."""
     first = select(classifier, candidates, 5, seed=3)
     again = select(classifier, candidates, 5, seed=3)
     assert list(first.rows.index) == list(again.rows.index) and first.rows.index.is_unique
+    assert np.all(np.diff(first.rows["score"].to_numpy()) <= 0)  # a drawn set, written best first
     pool = candidates.iloc[:40]
     scores = select(classifier, pool, 40, batch="top").rows["score"]  # every row's score, by index
     weights = scores.sort_index().to_numpy() / scores.sum()

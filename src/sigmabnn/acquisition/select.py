@@ -385,6 +385,7 @@ def select(
         picks = greedy_batch(pool.draw_means, pool.aleatoric, pool.scores, k, criterion)
     elif batch == "power" and criterion != "random":
         drawn = np.asarray(stochastic_batch(jax.random.split(key)[1], pool.scores, k, mode="power"))
+        drawn = drawn[np.argsort(-pool.scores[drawn], kind="stable")]  # a drawn set: its draw order means nothing
         picks = BatchPicks(drawn, pool.scores[drawn])
     elif batch == "batchbald" and criterion != "random":
         picks = _batchbald_picks(fitted, pool, k, jax.random.split(key)[1], features)
