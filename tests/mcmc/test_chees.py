@@ -133,6 +133,28 @@ def test_harmonic_mean_of_acceptance():
     assert float(chees.harmonic_mean(jnp.array([0.9, jnp.nan]))) == 0.0
 
 
+def test_mean_acceptance_is_the_arithmetic_mean_with_non_finite_as_zero():
+    np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.5, 1.0, 0.25]))), 1.75 / 3)
+    np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.9, 0.0, 0.8]))), 1.7 / 3)  # not 0
+    np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.9, jnp.nan]))), 0.45)
+    assert set(chees.ACCEPTANCE_STATISTICS) == {"harmonic", "mean"}
+
+
+def test_the_step_size_targets_the_chosen_statistic_of_the_chains_acceptance():
+    """One chain at zero acceptance: the harmonic mean is 0, below the target, so dual averaging's first step
+    lands below its centre ``10 eps_0``; the arithmetic mean (0.71) is above the target, so it lands above."""
+    state = chees.ChEESAdaptationState(
+        jnp.asarray(0.1), jnp.asarray(1.0), jnp.ones(2), adapt.dual_averaging_init(jnp.asarray(0.1)),
+        chees.trajectory_init(jnp.asarray(1.0)),
+    )  # fmt: skip
+    x = jnp.zeros((4, 2))
+    args = dict(previous=x, proposed=x + 0.1, velocity=x + 1.0, jitter=jnp.asarray(0.5), target_accept=0.651,
+                max_num_steps=100, acceptance=jnp.array([0.0, 0.95, 0.95, 0.95]))  # fmt: skip
+    harmonic = chees.adaptation_update(state, **args)
+    mean = chees.adaptation_update(state, **args, acceptance_statistic="mean")
+    assert float(harmonic.step_size) < 10 * 0.1 < float(mean.step_size)
+
+
 def test_mass_matrix_is_the_mean_within_chain_variance_blind_to_distances_between_chains():
     x = np.asarray(jax.random.normal(jax.random.key(0), (30, 4, 3))) * np.array([0.1, 1.0, 10.0])
     x = x + 100.0 * np.arange(4)[None, :, None]  # four chains far apart (four modes)
@@ -301,6 +323,8 @@ def test_input_errors():
         _run(max_integration_steps=0)
     with pytest.raises(ValueError, match="centre must be one of chains, within"):
         _run(chees_centre="middle")
+    with pytest.raises(ValueError, match="acceptance must be one of harmonic, mean"):
+        _run(chees_acceptance="median")
 
 
 def _gibbs(key, x, h):
@@ -340,11 +364,12 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("centre", chees.CENTRES)
+@pytest.mark.parametrize(("centre", "acceptance"), [("chains", "harmonic"), ("within", "harmonic"), ("within", "mean")])
 @pytest.mark.parametrize("target", ["correlated", "ill-scaled"])
-def test_moments_of_known_gaussians(target, centre):
+def test_moments_of_known_gaussians(target, centre, acceptance):
     """32 chains: means and variances within 4 Monte-Carlo standard errors (from the ESS) of the truth, with
-    the criterion centred across the chains or on each chain's running centre."""
+    the criterion centred across the chains or on each chain's running centre, and the step size adapted to
+    the harmonic or the arithmetic mean of the chains' acceptance."""
     d = 20
     if target == "correlated":
         cov = correlated_cov(d, seed=5)
@@ -355,7 +380,8 @@ def test_moments_of_known_gaussians(target, centre):
     ld = gaussian(mean, cov)
     init = jax.random.normal(jax.random.key(7), (32, d))
     r = sample(
-        jax.random.key(11), make_algorithm("chees", chees_centre=centre), lambda x, _: ld(x), init, None,
+        jax.random.key(11), make_algorithm("chees", chees_centre=centre, chees_acceptance=acceptance),
+        lambda x, _: ld(x), init, None,
         RunConfig(num_warmup=400, num_samples=250, split_chains=False), progress=False,
     )  # fmt: skip
     assert int(np.sum(np.asarray(r.info.is_divergent))) == 0

@@ -154,6 +154,20 @@ def harmonic_mean(acceptance: Array, axis_name: str | None = None) -> Array:
     return jnp.where(_sum_chains((a <= 0).astype(a.dtype), axis_name) > 0, jnp.zeros_like(count), count / inv)
 
 
+def mean_acceptance(acceptance: Array, axis_name: str | None = None) -> Array:
+    """Arithmetic mean of the ``[C]`` acceptance probabilities (a non-finite one counts as 0)."""
+    a = jnp.where(jnp.isfinite(acceptance), acceptance, 0.0)
+    return _sum_chains(a, axis_name) / _sum_chains(jnp.ones_like(a), axis_name)
+
+
+#: The statistics of the chains' acceptance probabilities the step size's dual averaging can target
+#: (:func:`algorithm`'s ``acceptance``): Hoffman et al.'s harmonic mean, or the arithmetic mean.
+ACCEPTANCE_STATISTICS: dict[str, Callable[[Array, str | None], Array]] = {
+    "harmonic": harmonic_mean,
+    "mean": mean_acceptance,
+}
+
+
 def criterion_gradient(
     previous: Array,
     proposed: Array,
@@ -357,20 +371,23 @@ def adaptation_update(
     axis_name: str | None = None,
     centre: Array | None = None,
     has_centre: Array | None = None,
+    acceptance_statistic: str = "harmonic",
 ) -> ChEESAdaptationState:
     """One warm-up update from the ``[C, ...]`` results of an iteration of all chains.
 
     ``previous``/``proposed``/``velocity``: ``[C, d]`` start, end and end velocity of
     the trajectories; ``acceptance`` ``[C]``; ``jitter`` ``u_n``; optional per-chain
     ``centre`` ``[C, d]`` and ``has_centre`` ``[C]`` (:func:`criterion_gradient`). ``T`` is
-    capped at ``max_num_steps`` steps of the new ``eps``.
+    capped at ``max_num_steps`` steps of the new ``eps``. The step size's dual averaging targets
+    ``target_accept`` with the chains' :data:`ACCEPTANCE_STATISTICS` ``acceptance_statistic``.
     """
     scale = jax.lax.rsqrt(state.inverse_mass_matrix)
     own = None if centre is None else centre * scale
     grad = criterion_gradient(
         previous * scale, proposed * scale, velocity * scale, acceptance, jitter, axis_name, own, has_centre
     )
-    da = adapt.dual_averaging_update(state.dual_averaging, harmonic_mean(acceptance, axis_name), target_accept)
+    statistic = ACCEPTANCE_STATISTICS[acceptance_statistic](acceptance, axis_name)
+    da = adapt.dual_averaging_update(state.dual_averaging, statistic, target_accept)
     step_size = jnp.exp(da.log_step_size).astype(state.step_size.dtype)
     traj = trajectory_update(state.trajectory, grad, learning_rate=learning_rate)
     traj = _trajectory_cap(traj, jnp.log(step_size * max_num_steps).astype(traj.log_trajectory_length.dtype))
@@ -411,6 +428,7 @@ def algorithm(
     jitter: str = "halton",
     divergence_threshold: float = 1000.0,
     centre: str = "chains",
+    acceptance: str = "harmonic",
 ) -> SamplingAlgorithm:
     """ChEES-HMC as a :class:`~sigmabnn.mcmc.algorithm.SamplingAlgorithm` (the same object for the same arguments).
 
@@ -433,6 +451,11 @@ def algorithm(
         centre: where the criterion measures squared distances from (module docstring):
             ``"chains"`` (the across-chain means, the paper's) or ``"within"`` (each chain's
             running centre).
+        acceptance: the statistic of the chains' acceptance probabilities whose running value the
+            step size's dual averaging brings to ``target_accept`` (:data:`ACCEPTANCE_STATISTICS`):
+            ``"harmonic"``, the paper's harmonic mean, which one chain at zero acceptance sets to
+            zero, or ``"mean"``, their arithmetic mean, which lets the other chains keep a larger
+            step size while one chain meets a step it cannot integrate.
 
     Raises:
         ValueError: invalid settings (one-line message).
@@ -441,6 +464,8 @@ def algorithm(
         raise ValueError(f"jitter must be 'halton' or 'uniform', got {jitter!r}")
     if centre not in CENTRES:
         raise ValueError(f"centre must be one of {', '.join(CENTRES)}, got {centre!r}")
+    if acceptance not in ACCEPTANCE_STATISTICS:
+        raise ValueError(f"acceptance must be one of {', '.join(ACCEPTANCE_STATISTICS)}, got {acceptance!r}")
     if int(max_num_steps) < 1:
         raise ValueError(f"max_num_steps must be >= 1, got {max_num_steps}")
     if int(initial_num_steps) < 1:
@@ -455,6 +480,7 @@ def algorithm(
         learning_rate,
         jitter,
         centre,
+        acceptance,
         hmc.build_proposal_kernel(divergence_threshold=divergence_threshold),
         hmc.build_kernel(divergence_threshold=divergence_threshold),
     )
@@ -475,6 +501,7 @@ class _Settings(NamedTuple):
     learning_rate: float
     jitter: str
     centre: str
+    acceptance: str  # the dual averaging's statistic of the chains' acceptance (ACCEPTANCE_STATISTICS)
     kernel: Callable  # HMC transition that also returns the end of its trajectory
     one_step: Callable  # HMC transition, used with one leapfrog step by the step-size heuristic
 
@@ -577,6 +604,7 @@ def _step(
         axis_name=axis_name,
         centre=own.centre if within else None,
         has_centre=own.centre_count >= MIN_CENTRE_DRAWS if within else None,
+        acceptance_statistic=settings.acceptance,
     )
     stage = iteration.stage
     new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)

@@ -26,6 +26,7 @@ class _Settings(NamedTuple):
     random_direction: bool
     max_integration_steps: int | None
     chees_centre: str
+    chees_acceptance: str
     step_size_jitter: float
 
 
@@ -65,6 +66,7 @@ def _chees(s: _Settings) -> SamplingAlgorithm:
         initial_num_steps=int(s.num_integration_steps),
         max_num_steps=int(max_num_steps),
         centre=s.chees_centre,
+        acceptance=s.chees_acceptance,
     )
 
 
@@ -91,6 +93,7 @@ def make_algorithm(
     random_direction: bool = False,
     max_integration_steps: int | None = None,
     chees_centre: str = "chains",
+    chees_acceptance: str = "harmonic",
     step_size_jitter: float = 0.0,
 ) -> SamplingAlgorithm:
     """The sampling algorithm named ``kernel``, with its settings (the same object for the same settings).
@@ -113,6 +116,8 @@ def make_algorithm(
         max_integration_steps: chees only: cap on the leapfrog steps of one iteration.
         chees_centre: chees only: where its criterion measures squared distances from,
             ``"chains"`` or ``"within"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``centre``).
+        chees_acceptance: chees only: the statistic of the chains' acceptance its step size targets,
+            ``"harmonic"`` or ``"mean"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
         step_size_jitter: hmc only: each transition's step size is scaled by ``1 + j u``, ``u``
             uniform in ``(-1, 1)`` (:func:`sigmabnn.mcmc.hmc.sampler`; 0: no jitter).
 
@@ -130,6 +135,7 @@ def make_algorithm(
         random_direction=random_direction,
         max_integration_steps=max_integration_steps,
         chees_centre=chees_centre,
+        chees_acceptance=chees_acceptance,
         step_size_jitter=step_size_jitter,
     )
     return ALGORITHMS[kernel](settings)

@@ -94,6 +94,9 @@ class MCMCConfig(NamedTuple):
             distances from: ``"chains"`` (the across-chain means, Hoffman et al.'s) or
             ``"within"`` (each chain's running centre; for chains in separate modes:
             :mod:`sigmabnn.mcmc.chees`).
+        chees_acceptance: ``"chees"`` only: the statistic of the chains' acceptance probabilities
+            its step size's dual averaging targets: ``"harmonic"`` (Hoffman et al.'s harmonic mean)
+            or ``"mean"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
     """
 
     kernel: str = "nuts"
@@ -113,6 +116,7 @@ class MCMCConfig(NamedTuple):
     map: MAPConfig | None = MAPConfig()
     noise_from_map: bool = True
     chees_centre: str = "chains"
+    chees_acceptance: str = "harmonic"
 
 
 class TrainInfo(NamedTuple):
@@ -269,6 +273,7 @@ def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
         random_direction=config.random_direction,
         step_size_jitter=config.step_size_jitter,
         chees_centre=config.chees_centre,
+        chees_acceptance=config.chees_acceptance,
     )
 
 
