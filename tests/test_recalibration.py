@@ -20,7 +20,7 @@ from sigmabnn.fitted import FittedModel
 from sigmabnn.io.model_file import load_model, save_model
 from sigmabnn.model import BNN, Categorical, Gaussian, Hyperparameters, StudentT, parse_architecture
 from sigmabnn.predict import mixture_cdf, predict, predictive_cdf
-from sigmabnn.recalibration import recalibrate
+from sigmabnn.recalibration import pit_values, recalibrate
 from test_predict import make_fitted, numpy_forward
 
 LEVELS = (0.6827, 0.9545)
@@ -260,6 +260,8 @@ def test_recalibrate_refuses_bad_rows_and_a_classifier_without_labels_or_with_lo
     )
     with pytest.raises(InputError, match="no label set"):
         recalibrate(clf, np.zeros((30, 2)), np.zeros(30))
+    with pytest.raises(InputError, match="PIT values apply to regression models"):
+        pit_values(clf, np.zeros((30, 2)), np.zeros(30))
     with pytest.raises(InputError, match=r"held-out rows \(rows 'heldout'\), not 'loo'"):
         recalibrate(clf, np.zeros((30, 2)), np.zeros(30), rows="loo")
     model = linear_model(1.0)

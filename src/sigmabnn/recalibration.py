@@ -72,7 +72,11 @@ ROWS = RECALIBRATION_ROWS
 
 
 def _check_model(fitted: FittedModel) -> None:
+    """Refuse what has no predictive CDF to take PIT values of (a classifier's recalibration is its
+    temperature, which :func:`recalibrate` dispatches to before this check)."""
     name = fitted.bnn.likelihood.name
+    if name == "categorical":
+        raise InputError("PIT values apply to regression models; this model is a classifier (categorical)")
     if name == "known_noise":
         raise InputError(
             "recalibration is not supported for a known-noise model (its intervals depend on the noise std given at "
