@@ -41,12 +41,15 @@ def setup(tmp_path):
 def test_active_labels_batches_with_the_command_and_resumes(setup, capsys):
     argv, calls, loop = setup
     assert main(argv) == 0
-    out = capsys.readouterr().out.strip().splitlines()
+    *out, last = capsys.readouterr().out.strip().splitlines()
     rounds = [re.fullmatch(r"round (\d+): (\d+) labelled, fit [\d.]+ s", line) for line in out]
     assert [m.groups() for m in rounds] == [("1", "20"), ("2", "30"), ("3", "40")]
+    assert last == f"model: {loop / 'round_3' / 'model'}; all 40 labelled rows: {loop / 'labelled.csv'}"
     assert calls.read_text().split() == ["20", "10", "10"]  # one oracle call per batch, the batch's rows
-    labels = pd.concat([pd.read_csv(loop / f"round_{k}" / "labels.csv") for k in range(3)])
+    labels = pd.concat([pd.read_csv(loop / f"round_{k}" / "labels.csv") for k in range(3)], ignore_index=True)
     assert len(labels) == 40 and labels["id"].is_unique
+    pd.testing.assert_frame_equal(pd.read_csv(loop / "labelled.csv"), labels)  # every labelled row, in one table
+    assert (loop / "round_3" / "model").is_dir()
     assert np.allclose(labels["y"], np.sin(3 * labels["a"]) + 0.5 * labels["b"])
     state = json.loads((loop / "state.json").read_text())
     assert state["round"] == 3 and len(state["chosen"]) == 40
@@ -87,7 +90,7 @@ def test_active_runs_with_the_default_architecture(setup, capsys):
     argv, _, loop = setup
     i = argv.index("--architecture")
     assert main(argv[:i] + argv[i + 2 :]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 3
+    assert len(capsys.readouterr().out.strip().splitlines()) == 4  # three rounds and the final model's line
     widths = json.loads((loop / "round_2" / "model" / "model.json").read_text())["network"]["widths"]
     assert widths[:-1] == [2, 20, 20]  # the ensemble's head adds a scale output to the last layer
 

@@ -169,3 +169,19 @@ def test_user_initial_rows_give_a_seeded_audit_share_and_cold_refits_start_fresh
     roles = result.labelled[AUDIT_COLUMN]
     assert len(roles) == 50 and roles[:40].isna().all() and roles[40:].tolist() == ["val"] * 2 + ["train"] * 8
     assert [h["warm_start"] for h in result.history] == [False, False]
+
+
+def test_an_oracle_that_reorders_or_changes_its_rows_is_refused(pool, tmp_path):
+    """A labelled row must be the row it was asked about: an oracle returning its rows in another order
+    (a parallel Prospino wrapper collecting results as they finish) would silently mislabel the inputs."""
+    with pytest.raises(InputError, match=r"another order or changed them \(column 'id', data row 1\)"):
+        run_loop(tmp_path / "shuffled", pool, lambda rows: oracle(rows).iloc[::-1], config())
+    with pytest.raises(InputError, match=r"column 'b', data row 3"):
+        run_loop(
+            tmp_path / "changed",
+            pool,
+            lambda rows: oracle(rows).assign(b=lambda d: d["b"].mask(d.index == 2, 9.0)),
+            config(),
+        )
+    kept = run_loop(tmp_path / "subset", pool, lambda rows: oracle(rows)[["id", TARGET]], config())
+    assert len(kept.labelled) == 50  # returning only an id and the target is fine

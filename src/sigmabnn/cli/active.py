@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from sigmabnn.cli import common
+from sigmabnn.io.atomic import atomic_write_text
 from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA, METHODS
 
+#: The table of every labelled row the command writes into the loop's directory at the end.
+LABELLED_FILE = "labelled.csv"
 HELP = "active learning: fit, choose a batch from a pool, label it with a command, refit (resumable)"
 DESCRIPTION = (
     "Run the active-learning loop of sigmabnn.active on the candidate table POOL: fit, choose --batch-size rows, "
     "run the --oracle command on them ('{input}' is replaced by a CSV of the chosen rows, '{output}' by the CSV "
     "it must write: the same rows with the target column), add the labels and refit from the previous networks, "
-    "until --max-labelled rows are labelled. Everything is kept in --dir; the same command resumes a killed loop."
+    "until --max-labelled rows are labelled. Everything is kept in --dir; the same command resumes a killed loop. "
+    f"At the end DIR/{LABELLED_FILE} holds every labelled row and the last round's model is printed."
 )
 
 
@@ -76,4 +81,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_loop(args.dir, pool, oracle, config, initial=initial, log=log)
     for h in result.history:
         print(f"round {h['round']}: {h['n_labelled']} labelled, fit {h['fit_seconds']:.1f} s")
+    labelled_path = Path(args.dir) / LABELLED_FILE
+    atomic_write_text(labelled_path, result.labelled.to_csv(index=False))
+    model_path = Path(args.dir) / f"round_{result.history[-1]['round']}" / "model"
+    print(f"model: {model_path}; all {len(result.labelled)} labelled rows: {labelled_path}")
     return 0

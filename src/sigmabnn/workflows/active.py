@@ -122,7 +122,8 @@ class CommandOracle:
     ``{output}`` (the CSV the command must write: the same rows in the same order with the target
     column), both shell-quoted, e.g. ``"python run_prospino.py {input} {output}"``. The files live
     in ``workdir`` (one pair per call, numbered). A failing command, or an output without the
-    target column or with another number of rows, raises :class:`~sigmabnn.errors.InputError`.
+    target column or with another number of rows, raises :class:`~sigmabnn.errors.InputError`, as does
+    (in :func:`run_loop`) an output whose columns shared with the input (an id, the inputs) differ from it.
     """
 
     def __init__(self, template: str, target: str, workdir: str | Path, timeout: float | None = None) -> None:
@@ -160,11 +161,31 @@ def refit_starts(fitted: FittedModel) -> np.ndarray:
     return positions[0] if positions.shape[0] == 1 else positions[:, -1]
 
 
+def _mismatch(rows: pd.DataFrame, labelled: pd.DataFrame, target: str) -> str | None:
+    """Where the oracle's rows differ from the rows it was given, in the columns both carry (other than
+    ``target``): ``"column 'a', data row 3"`` (1-based), or ``None``. Numbers compare to a relative
+    1e-9 (a CSV round trip keeps them to the last digit), other values as text."""
+    for col in [c for c in rows.columns if c in labelled.columns and c != target]:
+        given, back = rows[col].reset_index(drop=True), labelled[col].reset_index(drop=True)
+        if pd.api.types.is_numeric_dtype(given) and pd.api.types.is_numeric_dtype(back):
+            a, b = given.to_numpy(np.float64), back.to_numpy(np.float64)
+            same = np.isclose(a, b, rtol=1e-9, atol=0.0, equal_nan=True)
+        else:
+            same = (given.astype(str) == back.astype(str)).to_numpy()
+        if not same.all():
+            return f"column {col!r}, data row {int(np.flatnonzero(~same)[0]) + 1}"
+    return None
+
+
 def _labels(oracle: Oracle, rows: pd.DataFrame, target: str) -> pd.DataFrame:
-    """The oracle's labels of ``rows``: ``rows`` with the target column the oracle returned."""
+    """The oracle's labels of ``rows``: ``rows`` with the target column the oracle returned. The oracle must
+    keep the rows' order: a column it returns that the rows carry (an id, the inputs) must match them."""
     labelled = oracle(rows.reset_index(drop=True))
     if not isinstance(labelled, pd.DataFrame) or target not in labelled.columns or len(labelled) != len(rows):
         raise InputError(f"the oracle must return the {len(rows)} rows with a {target!r} column")
+    where = _mismatch(rows, labelled, target)
+    if where is not None:
+        raise InputError(f"the oracle returned its {len(rows)} rows in another order or changed them ({where})")
     out = rows.reset_index(drop=True).copy()
     out[target] = pd.to_numeric(labelled[target], errors="coerce").to_numpy()
     if not np.isfinite(out[target].to_numpy(np.float64)).any():  # some missing: the fit drops and counts them
