@@ -347,3 +347,19 @@ def test_semicolon_separated_csv_is_named_as_such(capsys, tmp_path: Path) -> Non
     data = tmp_path / "semi.csv"
     data.write_text("a;b;y\n" + "\n".join(f"{i};{2 * i};{3 * i}" for i in range(30)) + "\n")
     assert_train_fails(capsys, tmp_path, data, [], "its header is separated by ';', not ','", "semi.csv")
+
+
+@pytest.mark.parametrize(
+    ("process", "needle"),
+    [("1,2", "unsupported particle id 1"), ("abc", "two particle ids"), ("1000023,1000025", "1000023")],
+)
+def test_train_all_with_a_bad_process_leaves_no_directory(capsys, tmp_path: Path, process: str, needle: str) -> None:
+    """The surrogate directory is created only once the processes and the table's columns are checked."""
+    out = tmp_path / "new" / "surrogates"
+    assert_one_line_error(capsys, ["train-all", "builtin", "--out", str(out), "--process", process], needle)
+    assert not (tmp_path / "new").exists()
+
+
+def test_train_all_refuses_a_directory_under_a_file(capsys, tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("x")
+    assert_one_line_error(capsys, ["train-all", "builtin", "-o", str(tmp_path / "plain" / "d")], "not a directory")

@@ -190,11 +190,24 @@ def directory_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def output_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
-    """Create ``path`` (and parents) if needed; raises :class:`InputError` if it cannot be a writable directory."""
+def writable_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """Check, without creating anything, that ``path`` is or can become a writable directory: an existing one,
+    or a new one whose nearest existing ancestor is a writable directory; raises :class:`InputError`."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise InputError(f"{what} exists and is not a directory: {p}")
+    ancestor = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), Path("/"))
+    if not ancestor.is_dir():
+        raise InputError(f"cannot create the {what} {p}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"{what} is not writable: {p}" if ancestor == p else f"cannot create the {what} {p}: "
+                         f"{ancestor} is not writable")  # fmt: skip
+    return p
+
+
+def output_dir(path: str | os.PathLike[str], what: str = "output directory") -> Path:
+    """Create ``path`` (and parents) if needed; raises :class:`InputError` if it cannot be a writable directory."""
+    p = writable_dir(path, what)
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as err:

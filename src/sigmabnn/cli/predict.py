@@ -10,7 +10,7 @@ from typing import Any
 from sigmabnn.cli import common, dask_options
 from sigmabnn.errors import InputError
 
-HELP = "predict with a model file: mean, std and intervals per row, as CSV"
+HELP = "predict with a model file: mean, std and intervals (or class probabilities) per row, as CSV or Parquet"
 DESCRIPTION = (
     "Predict the target for every row of DATA. Writes CSV with columns mean, std (total predictive std), "
     "epistemic_std, aleatoric_std, lower_<level>, upper_<level> (central intervals from predictive quantiles); "

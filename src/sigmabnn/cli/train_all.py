@@ -86,7 +86,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     data_path = None if args.data == BUILTIN else common.input_file(args.data, "data file")
-    out = common.output_dir(args.out, "surrogate directory")
+    out = common.writable_dir(args.out, "surrogate directory")  # train_all creates it once the request is valid
 
     from sigmabnn.workflows.surrogates import summary_markdown, train_all
 

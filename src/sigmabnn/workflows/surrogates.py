@@ -175,7 +175,8 @@ def train_all(
         seed: seed of every fit (and of the random split when ``data`` has no ``split`` column).
         data: a table with ``nlo_<pdg1>_<pdg2>`` target columns and the spectrum columns
             the processes' features need (e.g. :func:`sigmabnn.datasets.load_ewino`).
-        directory: the surrogate directory (created if needed; see the module docstring). With a
+        directory: the surrogate directory (created if needed, once the processes and columns are checked;
+            see the module docstring). With a
             ``client`` it must be on a file system the workers share.
         processes: the processes to train (default: every target column of ``data``).
         progress: progress bars on stderr (not with a ``client``: the workers' fits run quietly).
@@ -200,7 +201,6 @@ def train_all(
     """
 
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     wanted = (
         [parse_process(p, data.columns) for p in processes] if processes is not None else processes_in(data.columns)
     )
@@ -218,6 +218,7 @@ def train_all(
         else:
             _check_columns(data, process, config_overrides)
     todo = [p for p in wanted if p not in done]
+    out.mkdir(parents=True, exist_ok=True)  # only once the request is known to be valid: bad input leaves nothing
 
     def finished(process: Process, record: dict[str, Any]) -> None:
         done[process] = record
