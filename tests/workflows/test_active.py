@@ -185,3 +185,18 @@ def test_an_oracle_that_reorders_or_changes_its_rows_is_refused(pool, tmp_path):
         )
     kept = run_loop(tmp_path / "subset", pool, lambda rows: oracle(rows)[["id", TARGET]], config())
     assert len(kept.labelled) == 50  # returning only an id and the target is fine
+
+
+def test_a_pool_or_initial_table_without_the_inputs_is_refused_before_any_oracle_call(pool, tmp_path):
+    calls = []
+
+    def counting(rows):
+        calls.append(len(rows))
+        return oracle(rows)
+
+    with pytest.raises(InputError, match=r"candidate pool lacks the column\(s\) 'b'"):
+        run_loop(tmp_path / "nob", pool.drop(columns="b"), counting, config())
+    initial = oracle(pool.head(20))
+    with pytest.raises(InputError, match=r"initial table lacks the column\(s\) 'y'"):
+        run_loop(tmp_path / "noy", pool, counting, config(initial_size=0), initial=initial.drop(columns=TARGET))
+    assert calls == [] and not (tmp_path / "nob").exists() and not (tmp_path / "noy").exists()

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from sigmabnn.acquisition import BATCH_MODES, CRITERIA, select
+from sigmabnn.data.features import required_columns
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
 from sigmabnn.fitting.run import run_fit
@@ -196,6 +197,19 @@ def _labels(oracle: Oracle, rows: pd.DataFrame, target: str) -> pd.DataFrame:
     return out
 
 
+def _check_inputs(pool: pd.DataFrame, initial: pd.DataFrame | None, spec: FitSpec) -> None:
+    """Refuse, before any oracle call, a pool (or initial table) without the inputs the fits need, or initial
+    rows without the target."""
+    need = [] if spec.data.features is None else required_columns(spec.data.features, spec.data.derive)
+    tables = [("candidate pool", pool, need)]
+    if initial is not None:
+        tables.append(("initial table", initial, [*need, spec.data.target]))
+    for what, table, columns in tables:
+        missing = [c for c in columns if c not in table.columns]
+        if missing:
+            raise InputError(f"the {what} lacks the column(s) {', '.join(map(repr, missing))}")
+
+
 def _load_state(directory: Path, config: LoopConfig, n_pool: int) -> dict[str, Any]:
     path = directory / STATE_FILE
     if not path.exists():
@@ -323,6 +337,7 @@ def run_loop(
         raise InputError("give initial labelled rows or an initial_size for a random first batch")
     if len(pool) == 0:
         raise InputError("the candidate pool is empty")
+    _check_inputs(pool, initial, config.spec)
     directory.mkdir(parents=True, exist_ok=True)
     pool = pool.reset_index(drop=True)
     state = _load_state(directory, config, len(pool))
