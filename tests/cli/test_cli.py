@@ -209,7 +209,22 @@ def test_info_describes_the_model(model: Path, capsys) -> None:
     assert info["architecture"] == "2-8-1"
     assert info["chains"] == 2 and info["draws_per_chain"] == 40
     assert main(["info", str(model)]) == 0
-    assert "2-8-1" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2-8-1" in out and ": 2 chains x 40 = 80 networks" in out
+
+
+@pytest.mark.parametrize(
+    ("method", "networks", "line"),
+    [("nuts", (1, 5), "nuts: 1 chain x 5 = 5 networks"), ("ensemble", (1, 5), "ensemble: 5 members, each trained"),
+     ("bbb", (1, 1000), "bbb: 1000 networks drawn from the fitted variational distribution")],
+)  # fmt: skip
+def test_info_says_how_the_networks_were_made(method: str, networks: tuple[int, int], line: str) -> None:
+    """An ensemble has members and a variational fit draws networks: neither has "1 chains"."""
+    from sigmabnn.cli.info import draws_text
+
+    chains, per_chain = networks
+    info = {"method": method, "chains": chains, "draws_per_chain": per_chain, "networks": chains * per_chain}
+    assert line in draws_text(info)
 
 
 def _run_cli(*args: str, code: str = "") -> subprocess.CompletedProcess:

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from sigmabnn.cli import common
-from sigmabnn.io.atomic import atomic_write_text
 from sigmabnn.names import ACQUISITION_BATCH_MODES, ACQUISITION_CRITERIA, METHODS
 
 #: The table of every labelled row the command writes into the loop's directory at the end.
@@ -59,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     from sigmabnn.data.tables import read_table
     from sigmabnn.fitting.spec import build_spec
+    from sigmabnn.io.atomic import atomic_write_text
     from sigmabnn.names import ENSEMBLE_METHODS
     from sigmabnn.workflows.active import CommandOracle, LoopConfig, run_loop
 

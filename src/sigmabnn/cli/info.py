@@ -9,6 +9,7 @@ from typing import Any
 
 from sigmabnn.cli import common
 from sigmabnn.fitting.report import FitReport
+from sigmabnn.names import ENSEMBLE_METHODS, VI_METHODS
 
 HELP = "describe a model file"
 
@@ -92,10 +93,7 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
             "network",
             f"{info['architecture']} {info['activations'][0]}, {info['likelihood']} likelihood, {info['dtype']}",
         ),
-        (
-            "draws",
-            f"{info['method']}: {info['chains']} chains x {info['draws_per_chain']} = {info['networks']} networks",
-        ),
+        ("draws", draws_text(info)),
     ]
     for key, label in (
         ("acceptance", "acceptance"),
@@ -164,3 +162,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"{path}  ({common.directory_size(path) / 1024:.1f} KiB)")
     common.print_table(summary_rows(info))
     return 0
+
+
+def draws_text(info: dict[str, Any]) -> str:
+    """How the model's networks were made: chains x draws for MCMC, members of an ensemble, draws from a
+    variational distribution."""
+    method, networks = info["method"], info["networks"]
+    if method in ENSEMBLE_METHODS:
+        return f"{method}: {networks} member{'s' if networks != 1 else ''}, each trained from its own initialisation"
+    if method in VI_METHODS:
+        return f"{method}: {networks} networks drawn from the fitted variational distribution"
+    chains = info["chains"]
+    return f"{method}: {chains} chain{'s' if chains != 1 else ''} x {info['draws_per_chain']} = {networks} networks"
