@@ -93,6 +93,8 @@ def test_bad_configs(pool, tmp_path):
         config(criterion="best")
     with pytest.raises(InputError, match="initial"):
         run_loop(tmp_path / "x", pool, oracle, config(initial_size=0))
+    with pytest.raises(InputError, match="give initial labelled rows"):  # an empty table is no start either
+        run_loop(tmp_path / "y", pool, oracle, config(initial_size=0), initial=oracle(pool.head(0)))
 
 
 def test_an_oracle_whose_labels_are_all_missing_is_named(pool, tmp_path):

@@ -333,7 +333,7 @@ def run_loop(
         and, once the round's batch is labelled, ``choose_seconds`` and ``oracle_seconds``).
     """
     directory = Path(directory)
-    if initial is None and config.initial_size < 1:
+    if (initial is None or len(initial) == 0) and config.initial_size < 1:
         raise InputError("give initial labelled rows or an initial_size for a random first batch")
     if len(pool) == 0:
         raise InputError("the candidate pool is empty")
