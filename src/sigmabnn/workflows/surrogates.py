@@ -175,9 +175,8 @@ def train_all(
         seed: seed of every fit (and of the random split when ``data`` has no ``split`` column).
         data: a table with ``nlo_<pdg1>_<pdg2>`` target columns and the spectrum columns
             the processes' features need (e.g. :func:`sigmabnn.datasets.load_ewino`).
-        directory: the surrogate directory (created if needed, once the processes and columns are checked;
-            see the module docstring). With a
-            ``client`` it must be on a file system the workers share.
+        directory: the surrogate directory (see the module docstring), created if needed once the processes
+            and columns are checked. With a ``client`` it must be on a file system the workers share.
         processes: the processes to train (default: every target column of ``data``).
         progress: progress bars on stderr (not with a ``client``: the workers' fits run quietly).
         callback: called as ``callback(record, skipped)`` after each process (with a ``client``,
