@@ -183,8 +183,27 @@ def test_evaluate_json_and_table(model: Path, workdir: Path, capsys) -> None:
     for key in ("r2", "rmse", "nll", "coverage"):
         assert key in flat
     assert main(["evaluate", str(model), str(workdir / "test.csv")]) == 0
-    table = capsys.readouterr().out
-    assert "rmse" in table.lower()
+    captured = capsys.readouterr()
+    assert "rmse" in captured.out.lower() and "training rows" not in captured.err  # fresh rows: no warning
+
+
+def test_evaluate_warns_when_the_rows_are_the_training_rows(model: Path, workdir: Path, tmp_path: Path, capsys) -> None:
+    """Scoring the training table (its 119 usable rows): the rows the fit trained on (its random split's train
+    part) are counted in one warning line; the JSON carries the count."""
+    from sigmabnn.io.model_file import load_model
+
+    n_train = load_model(model).report.data.train
+    usable = tmp_path / "train_usable.csv"
+    pd.read_csv(workdir / "train.csv").dropna().to_csv(usable, index=False)
+    assert main(["evaluate", str(model), str(usable), "--json"]) == 0
+    captured = capsys.readouterr()
+    dom = json.loads(captured.out)["domain"]
+    assert dom["n_training_inputs"] == n_train and dom["all_training_inputs_stored"] is True
+    warning = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert warning == [
+        f"warning: {n_train} of 119 rows have the inputs of the model's training rows: their scores are not "
+        "held-out (score rows the model was not trained on)"
+    ]
 
 
 def test_info_shows_derived_features_and_log_target(log_model: Path, capsys) -> None:

@@ -81,3 +81,14 @@ def test_small_and_bad_inputs():
         Domain(reference=np.zeros((4, 2)), k=4, threshold=1.0)
     with pytest.raises(ValueError, match="finite"):
         Domain(reference=np.full((4, 2), np.nan), k=1, threshold=1.0)
+
+
+def test_coincident_marks_the_reference_rows_and_nothing_near_them():
+    rng = np.random.default_rng(3)
+    ref = rng.normal(size=(40, 4))
+    dom = Domain.fit(ref)
+    assert dom.coincident(ref).all()  # each training row has its own inputs, to the rounding of the distance
+    assert dom.coincident(ref * 100.0 / 100.0 + 1e-9).all()  # a CSV round trip's last digit is still the row
+    assert not dom.coincident(ref + 1e-3).any() and not dom.coincident(rng.normal(size=(30, 4))).any()
+    with pytest.raises(ValueError, match=r"\[n, 4\]"):
+        dom.coincident(ref[:, :3])

@@ -142,6 +142,22 @@ def report_summary(metrics: dict[str, dict[str, Any]], file: Any = None) -> None
         print("  " + label.ljust(width) + "".join(f"{c:>12}" for c in cells), file=out)
 
 
+def warn_training_rows(metrics: dict[str, Any]) -> None:
+    """One warning line on stderr when rows of the scored table have the inputs of the model's training rows
+    (``metrics["domain"]["n_training_inputs"]``): their scores, coverage above all, are not held-out."""
+    dom = metrics.get("domain") or {}
+    count = dom.get("n_training_inputs") or 0
+    if count:
+        n = dom["n_in"] + dom["n_out"]
+        some = (
+            f"{count} of {n} rows have"
+            if dom.get("all_training_inputs_stored")
+            else f"at least {count} of {n} rows have"
+        )
+        print(f"warning: {some} the inputs of the model's training rows: their scores are not held-out "
+              "(score rows the model was not trained on)", file=sys.stderr)  # fmt: skip
+
+
 def _run_report(fitted: Any, table: Any, args: argparse.Namespace, data_path: Any) -> int:
     from sigmabnn.evaluate.report import calibration_report
 
@@ -179,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         return _run_report(fitted, table, args, data_path)
     metrics = common.to_builtin(evaluate(fitted, table, table))
+    warn_training_rows(metrics)
     if args.json:
         json.dump(metrics, sys.stdout, indent=2)
         sys.stdout.write("\n")

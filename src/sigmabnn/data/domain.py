@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["K_NEIGHBOURS", "MAX_REFERENCE", "QUANTILE", "Domain"]
+__all__ = ["COINCIDENT", "K_NEIGHBOURS", "MAX_REFERENCE", "QUANTILE", "Domain"]
 
 K_NEIGHBOURS = 5
 """Nearest reference rows averaged in the distance."""
@@ -37,6 +37,9 @@ MAX_REFERENCE = 2000
 """Most reference rows kept (the distance of a point costs ``O(m p)``; the model file stores them)."""
 QUANTILE = 0.99
 """Quantile of the reference rows' leave-one-out distances used as the threshold."""
+COINCIDENT = 1e-5
+"""Largest distance (standardised input units) at which a point counts as having a reference row's inputs:
+far below any data's spacing, far above the rounding of the distance computation."""
 _CHUNK_ELEMENTS = 2**22  # points x reference rows per distance matrix (32 MB of float64)
 
 
@@ -106,6 +109,14 @@ class Domain:
         if z.ndim != 2 or z.shape[1] != self.dim:
             raise ValueError(f"domain distance needs [n, {self.dim}] inputs, got shape {z.shape}")
         return _knn_distance(z, self.reference, int(self.k), leave_one_out=False)
+
+    def coincident(self, z: Any, tol: float = COINCIDENT) -> np.ndarray:
+        """``[n]`` bool: whether each standardised point ``z`` ``[n, p]`` has the inputs of a reference row
+        (its nearest one within ``tol``): a training row, or a copy of one, scored as if held out."""
+        z = np.asarray(z, dtype=np.float64)
+        if z.ndim != 2 or z.shape[1] != self.dim:
+            raise ValueError(f"domain distance needs [n, {self.dim}] inputs, got shape {z.shape}")
+        return _knn_distance(z, self.reference, 1, leave_one_out=False) <= tol
 
     def contains(self, z: Any) -> np.ndarray:
         """``[n]`` bool: whether each standardised point is in the domain (distance <= threshold)."""

@@ -159,6 +159,6 @@ def evaluate_classifier(fitted: FittedModel, x_raw: Any, y_raw: Any, *, calibrat
     }
     if pred.in_domain is not None:
         out["domain"] = domain_split(
-            fitted, pred.in_domain, lambda r: classification_summary(pred.probabilities[r], codes[r])
+            fitted, pred.in_domain, lambda r: classification_summary(pred.probabilities[r], codes[r]), x_raw
         )
     return out

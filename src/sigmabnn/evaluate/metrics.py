@@ -244,7 +244,9 @@ def evaluate(
     out |= _sections(fitted, scored, slice(None), bounds, levels)
     inside = scored.prediction.in_domain
     if inside is not None:
-        out["domain"] = domain_split(fitted, inside, lambda rows: _sections(fitted, scored, rows, bounds, levels))
+        out["domain"] = domain_split(
+            fitted, inside, lambda rows: _sections(fitted, scored, rows, bounds, levels), x_raw
+        )
     return out
 
 
