@@ -137,7 +137,20 @@ def test_mean_acceptance_is_the_arithmetic_mean_with_non_finite_as_zero():
     np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.5, 1.0, 0.25]))), 1.75 / 3)
     np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.9, 0.0, 0.8]))), 1.7 / 3)  # not 0
     np.testing.assert_allclose(float(chees.mean_acceptance(jnp.array([0.9, jnp.nan]))), 0.45)
-    assert set(chees.ACCEPTANCE_STATISTICS) == {"harmonic", "mean"}
+    assert set(chees.ACCEPTANCE_STATISTICS) == {"harmonic", "mean", "harmonic-running"}
+
+
+def test_running_acceptance_forgets_one_zero_but_not_a_stuck_chain():
+    """An exponential average with weight 0.05: one iteration at zero moves a chain's value by 5 %, twenty in
+    a row take it to 0.95**20 of its value; a non-finite acceptance counts as 0."""
+    avg = jnp.array([0.9, 0.9])
+    once = chees.running_acceptance(avg, jnp.array([0.0, jnp.nan]))
+    np.testing.assert_allclose(np.asarray(once), [0.855, 0.855], rtol=1e-12)
+    stuck = avg
+    for _ in range(20):
+        stuck = chees.running_acceptance(stuck, jnp.array([0.0, 0.9]))
+    np.testing.assert_allclose(np.asarray(stuck), [0.9 * 0.95**20, 0.9], rtol=1e-12)
+    assert float(chees.harmonic_mean(once)) > 0.8 > 0.5 > float(chees.harmonic_mean(stuck))
 
 
 def test_the_step_size_targets_the_chosen_statistic_of_the_chains_acceptance():
@@ -153,6 +166,13 @@ def test_the_step_size_targets_the_chosen_statistic_of_the_chains_acceptance():
     harmonic = chees.adaptation_update(state, **args)
     mean = chees.adaptation_update(state, **args, acceptance_statistic="mean")
     assert float(harmonic.step_size) < 10 * 0.1 < float(mean.step_size)
+    # the running statistic reads the chains' running acceptances, not the iteration's: here 0.855 for the
+    # chain that just met a zero, so it lands above the centre like the mean
+    running = jnp.array([0.855, 0.9, 0.9, 0.9])
+    run = chees.adaptation_update(state, **args, acceptance_statistic="harmonic-running", running=running)
+    assert 10 * 0.1 < float(run.step_size)
+    with pytest.raises(ValueError, match="running acceptance"):
+        chees.adaptation_update(state, **args, acceptance_statistic="harmonic-running")
 
 
 def test_mass_matrix_is_the_mean_within_chain_variance_blind_to_distances_between_chains():
@@ -323,7 +343,7 @@ def test_input_errors():
         _run(max_integration_steps=0)
     with pytest.raises(ValueError, match="centre must be one of chains, within"):
         _run(chees_centre="middle")
-    with pytest.raises(ValueError, match="acceptance must be one of harmonic, mean"):
+    with pytest.raises(ValueError, match="acceptance must be one of harmonic, mean, harmonic-running"):
         _run(chees_acceptance="median")
 
 
@@ -364,12 +384,16 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run_with_gibbs(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("centre", "acceptance"), [("chains", "harmonic"), ("within", "harmonic"), ("within", "mean")])
+@pytest.mark.parametrize(
+    ("centre", "acceptance"),
+    [("chains", "harmonic"), ("within", "harmonic"), ("within", "mean"), ("within", "harmonic-running")],
+)
 @pytest.mark.parametrize("target", ["correlated", "ill-scaled"])
 def test_moments_of_known_gaussians(target, centre, acceptance):
     """32 chains: means and variances within 4 Monte-Carlo standard errors (from the ESS) of the truth, with
     the criterion centred across the chains or on each chain's running centre, and the step size adapted to
-    the harmonic or the arithmetic mean of the chains' acceptance."""
+    the harmonic or the arithmetic mean of the chains' acceptance or the harmonic mean of their running
+    acceptances."""
     d = 20
     if target == "correlated":
         cov = correlated_cov(d, seed=5)

@@ -161,11 +161,25 @@ def mean_acceptance(acceptance: Array, axis_name: str | None = None) -> Array:
 
 
 #: The statistics of the chains' acceptance probabilities the step size's dual averaging can target
-#: (:func:`algorithm`'s ``acceptance``): Hoffman et al.'s harmonic mean, or the arithmetic mean.
+#: (:func:`algorithm`'s ``acceptance``): Hoffman et al.'s harmonic mean, the arithmetic mean, or the harmonic
+#: mean of each chain's running acceptance (:data:`RUNNING_STATISTICS`, :data:`RUNNING_ACCEPTANCE_WEIGHT`).
 ACCEPTANCE_STATISTICS: dict[str, Callable[[Array, str | None], Array]] = {
     "harmonic": harmonic_mean,
     "mean": mean_acceptance,
+    "harmonic-running": harmonic_mean,
 }
+#: The statistics taken of each chain's running acceptance instead of the iteration's.
+RUNNING_STATISTICS = frozenset({"harmonic-running"})
+#: Weight of an iteration in a chain's running acceptance (an exponential average over about 1 / weight =
+#: 20 iterations): one iteration at zero acceptance lowers it by 5 %, a chain stuck for 20 iterations
+#: takes it to about a third of its value, and the harmonic mean over the chains towards zero with it.
+RUNNING_ACCEPTANCE_WEIGHT = 0.05
+
+
+def running_acceptance(average: Array, acceptance: Array, weight: float = RUNNING_ACCEPTANCE_WEIGHT) -> Array:
+    """Each chain's running acceptance ``[C]`` after this iteration's ``acceptance`` ``[C]`` (non-finite: 0)."""
+    a = jnp.where(jnp.isfinite(acceptance), acceptance, 0.0).astype(average.dtype)
+    return average + weight * (a - average)
 
 
 def criterion_gradient(
@@ -334,12 +348,16 @@ class ChEESChainAdaptation(NamedTuple):
         welford: the chain's own :class:`~sigmabnn.mcmc.adaptation.WelfordState` of the current slow window.
         centre: ``[d]`` the chain's running centre (``centre="within"``; module docstring).
         centre_count: positions averaged into ``centre`` (int32 scalar).
+        acceptance: the chain's running acceptance (:func:`running_acceptance`, scalar), restarted at the
+            target with the step size at every window end; the step size targets its harmonic mean over the
+            chains with ``acceptance="harmonic-running"``.
     """
 
     shared: ChEESAdaptationState
     welford: adapt.WelfordState
     centre: Array
     centre_count: Array
+    acceptance: Array
 
 
 class ChEESAdaptedParameters(NamedTuple):
@@ -372,6 +390,7 @@ def adaptation_update(
     centre: Array | None = None,
     has_centre: Array | None = None,
     acceptance_statistic: str = "harmonic",
+    running: Array | None = None,
 ) -> ChEESAdaptationState:
     """One warm-up update from the ``[C, ...]`` results of an iteration of all chains.
 
@@ -379,14 +398,18 @@ def adaptation_update(
     the trajectories; ``acceptance`` ``[C]``; ``jitter`` ``u_n``; optional per-chain
     ``centre`` ``[C, d]`` and ``has_centre`` ``[C]`` (:func:`criterion_gradient`). ``T`` is
     capped at ``max_num_steps`` steps of the new ``eps``. The step size's dual averaging targets
-    ``target_accept`` with the chains' :data:`ACCEPTANCE_STATISTICS` ``acceptance_statistic``.
+    ``target_accept`` with the chains' :data:`ACCEPTANCE_STATISTICS` ``acceptance_statistic``, taken of the
+    ``[C]`` running acceptances ``running`` for one of :data:`RUNNING_STATISTICS`.
     """
     scale = jax.lax.rsqrt(state.inverse_mass_matrix)
     own = None if centre is None else centre * scale
     grad = criterion_gradient(
         previous * scale, proposed * scale, velocity * scale, acceptance, jitter, axis_name, own, has_centre
     )
-    statistic = ACCEPTANCE_STATISTICS[acceptance_statistic](acceptance, axis_name)
+    if acceptance_statistic in RUNNING_STATISTICS and running is None:
+        raise ValueError(f"the {acceptance_statistic!r} statistic needs the chains' running acceptance")
+    of = running if acceptance_statistic in RUNNING_STATISTICS else acceptance
+    statistic = ACCEPTANCE_STATISTICS[acceptance_statistic](of, axis_name)
     da = adapt.dual_averaging_update(state.dual_averaging, statistic, target_accept)
     step_size = jnp.exp(da.log_step_size).astype(state.step_size.dtype)
     traj = trajectory_update(state.trajectory, grad, learning_rate=learning_rate)
@@ -454,8 +477,10 @@ def algorithm(
         acceptance: the statistic of the chains' acceptance probabilities whose running value the
             step size's dual averaging brings to ``target_accept`` (:data:`ACCEPTANCE_STATISTICS`):
             ``"harmonic"``, the paper's harmonic mean, which one chain at zero acceptance sets to
-            zero, or ``"mean"``, their arithmetic mean, which lets the other chains keep a larger
-            step size while one chain meets a step it cannot integrate.
+            zero, ``"mean"``, their arithmetic mean, which lets the other chains keep a larger
+            step size while one chain meets a step it cannot integrate, or ``"harmonic-running"``, the
+            harmonic mean of each chain's running acceptance (about its last 20 iterations), which one
+            iteration at zero hardly moves but a chain stuck for many still pulls towards zero.
 
     Raises:
         ValueError: invalid settings (one-line message).
@@ -533,7 +558,8 @@ def _init(settings: _Settings, keys: Array, positions: Array, hyper: Any, logden
     )
     welford = broadcast_chains(adapt.welford_init(d, dtype), num_chains)
     count = jnp.zeros((num_chains,), jnp.int32)
-    adaptation = ChEESChainAdaptation(broadcast_chains(shared, num_chains), welford, positions, count)
+    running = jnp.full((num_chains,), settings.target, dtype)
+    adaptation = ChEESChainAdaptation(broadcast_chains(shared, num_chains), welford, positions, count, running)
     return ChainState(states, hyper, adaptation)
 
 
@@ -591,6 +617,7 @@ def _step(
     kstate, hyper, info, proposed, velocity = jax.vmap(one_chain)(iteration.step_keys, chains)
     own = chains.adaptation
     within = settings.centre == "within"
+    running = running_acceptance(own.acceptance, info.acceptance_rate)
     updated = adaptation_update(
         shared,
         previous=chains.kernel_state.position,
@@ -605,6 +632,7 @@ def _step(
         centre=own.centre if within else None,
         has_centre=own.centre_count >= MIN_CENTRE_DRAWS if within else None,
         acceptance_statistic=settings.acceptance,
+        running=running,
     )
     stage = iteration.stage
     new_shared = jax.tree_util.tree_map(lambda n, o: jnp.where(stage != STAGE_FROZEN, n, o), updated, shared)
@@ -621,6 +649,9 @@ def _step(
     )
     fresh = broadcast_chains(adapt.welford_init(kstate.position.shape[-1], kstate.position.dtype), local)
     welford = jax.tree_util.tree_map(lambda f, w: jnp.where(iteration.is_window_end, f, w), fresh, welford)
+    # the running acceptance moves only while adapting, and restarts with the step size at a window end
+    running = jnp.where(stage != STAGE_FROZEN, running, own.acceptance)
+    running = jnp.where(iteration.is_window_end, jnp.full_like(running, settings.target), running)
     record = IterationInfo(
         acceptance_rate=info.acceptance_rate,
         step_size=jnp.broadcast_to(shared.step_size, (local,)),
@@ -630,7 +661,7 @@ def _step(
         energy=info.energy,
         logdensity=kstate.logdensity,
     )
-    adaptation = ChEESChainAdaptation(broadcast_chains(new_shared, local), welford, centre, centre_count)
+    adaptation = ChEESChainAdaptation(broadcast_chains(new_shared, local), welford, centre, centre_count, running)
     return ChainState(kstate, hyper, adaptation), record
 
 

@@ -117,7 +117,8 @@ def make_algorithm(
         chees_centre: chees only: where its criterion measures squared distances from,
             ``"chains"`` or ``"within"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``centre``).
         chees_acceptance: chees only: the statistic of the chains' acceptance its step size targets,
-            ``"harmonic"`` or ``"mean"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
+            ``"harmonic"``, ``"mean"`` or ``"harmonic-running"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s
+            ``acceptance``).
         step_size_jitter: hmc only: each transition's step size is scaled by ``1 + j u``, ``u``
             uniform in ``(-1, 1)`` (:func:`sigmabnn.mcmc.hmc.sampler`; 0: no jitter).
 

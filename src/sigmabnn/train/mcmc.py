@@ -95,8 +95,8 @@ class MCMCConfig(NamedTuple):
             ``"within"`` (each chain's running centre; for chains in separate modes:
             :mod:`sigmabnn.mcmc.chees`).
         chees_acceptance: ``"chees"`` only: the statistic of the chains' acceptance probabilities
-            its step size's dual averaging targets: ``"harmonic"`` (Hoffman et al.'s harmonic mean)
-            or ``"mean"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
+            its step size's dual averaging targets: ``"harmonic"`` (Hoffman et al.'s harmonic mean),
+            ``"mean"`` or ``"harmonic-running"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
     """
 
     kernel: str = "nuts"
