@@ -119,6 +119,12 @@ heteroscedastic noise model was chosen on steep6d-300 and energy, and lost on ev
 where it was chosen on smooth6d-300, whose noise is homoscedastic: there the scale head, sampled longer,
 grows more confident than the data allow. So the warm-up's gain depends on the noise model being right, and
 the noise choice from the MAP starts (``docs/architecture.md``) is the part to improve before the warm-up.
+``chees-running-acceptance`` did not pass the rule either (2026-12-07, seeds 26 to 30): its pooled LL gain
+(+0.0129, SE 0.0050) is beyond 2 SE, ahead on lin2d-120 and steep6d-300 (+0.060, SE 0.016), energy +0.030
+(SE 0.021) within noise, at 0.94 to 1.02 times the default's time; but it is behind on sin1d-100 (LL -0.0023,
+SE 0.0009; RMSE +0.0002), as ``warmup-1000-fresh`` was, so the default keeps the harmonic mean of the
+iteration's acceptances. Its sampling acceptance came out 0.46 to 0.95 per chain where the default's is 0.78
+to 0.98 (sin1d-100's cells).
 
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and

@@ -125,3 +125,13 @@ def test_the_warmup_candidates_gain_where_the_noise_model_is_right_and_lose_wher
     assert min(signs["steep6d-300"] + signs["energy"]) > 0 > max(signs["smooth6d-300"])
     _, tables = bench.summarise(data["records"], "warmup-600-to-512")
     assert bench.decide(tables) == "no"
+
+
+def test_the_running_acceptance_candidate_is_ahead_pooled_but_behind_on_one_table(bench):
+    """The docstring's outcome of ``chees-running-acceptance``: pooled LL beyond 2 SE, yet behind on sin1d-100,
+    so the rule keeps the default."""
+    data = bench.defaults.load_results(bench.OUT)
+    _, tables = bench.summarise(data["records"], "chees-running-acceptance")
+    mean, se = bench.pooled(tables)
+    sin1d = next(t for t in tables if t["table"] == "sin1d-100")
+    assert mean > bench.Z * se and sin1d["ll_verdict"] == "behind" and bench.decide(tables) == "no"
