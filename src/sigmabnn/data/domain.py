@@ -105,18 +105,19 @@ class Domain:
 
     def distance(self, z: Any) -> np.ndarray:
         """``[n]`` float64 domain distance of standardised points ``z`` ``[n, p]`` (module docstring)."""
-        z = np.asarray(z, dtype=np.float64)
-        if z.ndim != 2 or z.shape[1] != self.dim:
-            raise ValueError(f"domain distance needs [n, {self.dim}] inputs, got shape {z.shape}")
-        return _knn_distance(z, self.reference, int(self.k), leave_one_out=False)
+        return _knn_distance(self._points(z), self.reference, int(self.k), leave_one_out=False)
 
     def coincident(self, z: Any, tol: float = COINCIDENT) -> np.ndarray:
         """``[n]`` bool: whether each standardised point ``z`` ``[n, p]`` has the inputs of a reference row
         (its nearest one within ``tol``): a training row, or a copy of one, scored as if held out."""
+        return _knn_distance(self._points(z), self.reference, 1, leave_one_out=False) <= tol
+
+    def _points(self, z: Any) -> np.ndarray:
+        """``z`` as a float64 ``[n, p]`` array of this domain's inputs, or :class:`ValueError`."""
         z = np.asarray(z, dtype=np.float64)
         if z.ndim != 2 or z.shape[1] != self.dim:
             raise ValueError(f"domain distance needs [n, {self.dim}] inputs, got shape {z.shape}")
-        return _knn_distance(z, self.reference, 1, leave_one_out=False) <= tol
+        return z
 
     def contains(self, z: Any) -> np.ndarray:
         """``[n]`` bool: whether each standardised point is in the domain (distance <= threshold)."""
