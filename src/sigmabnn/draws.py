@@ -25,7 +25,7 @@ class PosteriorDraws(NamedTuple):
         positions: flat parameters ``[chain, draw, num_params]``.
         hyper: :class:`Hyperparameters` whose leaves carry leading
             ``[chain, draw]`` axes (``noise_precision`` ``[chain, draw]``,
-            ``weight_precision`` / ``bias_precision`` ``[chain, draw, num_layers]``).
+            ``weight_precision`` / ``bias_precision`` ``[chain, draw, num_groups]``, the prior's groups).
     """
 
     positions: Array

@@ -35,6 +35,7 @@ own random start, and its predictive is the mean of the members' class probabili
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import NamedTuple
 
 import jax
@@ -124,8 +125,8 @@ def mean_first_starts(
     """
     lik = bnn.likelihood
     t = bnn.mlp.widths[-1] // 2
-    mean_bnn = BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=bnn.prior, likelihood=Gaussian(),
-                   dtype=bnn.dtype)  # fmt: skip
+    mean_mlp = bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,))
+    mean_bnn = BNN(mlp=mean_mlp, prior=replace(bnn.prior, scale_outputs=0), likelihood=Gaussian(), dtype=bnn.dtype)
     positions, info = pretrain_map(
         rng_key, mean_bnn, data, mean_bnn.default_hyperparameters(), training, val_data, num_starts=num_members
     )

@@ -19,6 +19,8 @@ The caller then runs MAP on the heteroscedastic Student-t log-posterior from the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 
@@ -70,7 +72,8 @@ def mean_network(bnn: BNN) -> BNN:
     if not isinstance(lik, HeteroscedasticStudentT):
         raise ValueError(f"scale_head_starts needs the hetero_student_t likelihood, got {lik.name!r}")
     t = bnn.mlp.widths[-1] // 2
-    return BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=bnn.prior, likelihood=Gaussian(),
+    prior = replace(bnn.prior, scale_outputs=0)  # the mean network has no scale head
+    return BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=prior, likelihood=Gaussian(),
                dtype=bnn.dtype)  # fmt: skip
 
 
@@ -79,7 +82,7 @@ def widen_to_scale_head(bnn: BNN, positions: Array, data: Data) -> tuple[Array, 
     fitted ``positions`` ``[k, d_mean]`` (:func:`mean_network`) and the training ``data``."""
     mean_bnn = mean_network(bnn)
     lik = bnn.likelihood
-    robust = BNN(mlp=mean_bnn.mlp, prior=bnn.prior, likelihood=StudentT(df=lik.df), dtype=bnn.dtype)
+    robust = BNN(mlp=mean_bnn.mlp, prior=mean_bnn.prior, likelihood=StudentT(df=lik.df), dtype=bnn.dtype)
     tau = initial_noise_precision(robust, data, HyperPrior(), positions)
     s0 = 1.0 / jnp.sqrt(tau)
     raw0 = inverse_softplus(jnp.maximum(s0 - lik.min_scale, 0.1 * lik.min_scale))

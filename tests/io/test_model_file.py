@@ -16,7 +16,15 @@ from sigmabnn.fitted import FittedModel
 from sigmabnn.io import model_file
 from sigmabnn.io.atomic import atomic_directory, atomic_write_text
 from sigmabnn.io.model_file import ARRAYS_NAME, HEADER_NAME, load_model, save_model
-from sigmabnn.model import BNN, Gaussian, HeteroscedasticGaussian, Hyperparameters, num_params, parse_architecture
+from sigmabnn.model import (
+    BNN,
+    Gaussian,
+    GaussianPrior,
+    HeteroscedasticGaussian,
+    Hyperparameters,
+    num_params,
+    parse_architecture,
+)
 
 
 def make_fitted(arch="3-4-1", dtype="float64", chains=2, draws=3, likelihood=None, log10=True, seed=0):
@@ -93,6 +101,26 @@ def test_roundtrip_other_likelihood_and_overwrite(tmp_path):
     _assert_same(f, g)
     assert g.bnn.likelihood == HeteroscedasticGaussian(min_std=0.01)
     assert [p.name for p in tmp_path.iterdir()] == ["m"]  # no temporaries left
+
+
+def test_scale_head_precision_group_round_trip_and_checked(tmp_path):
+    f = make_fitted(arch="2-3-2", likelihood=HeteroscedasticGaussian(min_std=0.01), log10=False)
+    rng = np.random.default_rng(1)
+    hyper = f.draws.hyper._replace(
+        weight_precision=rng.gamma(2.0, size=(2, 3, 3)), bias_precision=rng.gamma(2.0, size=(2, 3, 3))
+    )
+    bnn = BNN(f.bnn.mlp, GaussianPrior(scale_outputs=1), f.bnn.likelihood, dtype=f.bnn.dtype)
+    f = FittedModel(**{**f.__dict__, "bnn": bnn, "draws": f.draws._replace(hyper=hyper),
+                       "feature_names": ("a", "b"), "derived": ()})  # fmt: skip
+    save_model(f, tmp_path / "m")
+    g = load_model(tmp_path / "m")
+    _assert_same(f, g)
+    assert g.bnn.prior.scale_outputs == 1 and g.bnn.prior.num_groups(g.bnn.mlp) == 3
+    # the header's prior decides the groups: without the scale group the arrays no longer fit it
+    _edit_header(tmp_path / "m", lambda h: h["network"]["prior"]["fields"].update(scale_outputs=0))
+    _load_fails(tmp_path / "m", r"weight_precision' must have shape \[2, 3, 2\]")
+    _edit_header(tmp_path / "m", lambda h: h["network"]["prior"]["fields"].update(scale_outputs=2))
+    _load_fails(tmp_path / "m", "invalid prior: scale_outputs 2 must be below the last width 2")
 
 
 def test_header_is_documented_json(tmp_path):

@@ -169,14 +169,51 @@ def test_gaussian_prior_log_prob_matches_scipy_per_layer_precisions():
     for i, layer in enumerate(params):
         expected += stats.norm(0, 1 / np.sqrt(wp[i])).logpdf(np.asarray(layer.kernel)).sum()
         expected += stats.norm(0, 1 / np.sqrt(bp[i])).logpdf(np.asarray(layer.bias)).sum()
-    np.testing.assert_allclose(float(GaussianPrior.log_prob(params, wp, bp)), expected, rtol=1e-12)
+    np.testing.assert_allclose(float(GaussianPrior().log_prob(mlp, params, wp, bp)), expected, rtol=1e-12)
+
+
+def test_scale_outputs_are_a_precision_group_of_their_own():
+    # 2-3-4 with two scale outputs: layer 0, the last layer's mean columns 0-1, its scale columns 2-3
+    mlp = parse_architecture("2-3-4")
+    prior = GaussianPrior(scale_outputs=2)
+    params = init_params(jax.random.key(6), mlp)
+    params = (params[0], params[1]._replace(bias=params[1].bias + jnp.array([0.1, -0.2, 0.3, -0.4])))
+    wp, bp = jnp.array([0.5, 4.0, 30.0]), jnp.array([2.0, 9.0, 0.1])
+    last = params[1]
+    expected = stats.norm(0, 1 / np.sqrt(0.5)).logpdf(np.asarray(params[0].kernel)).sum()
+    expected += stats.norm(0, 1 / np.sqrt(2.0)).logpdf(np.asarray(params[0].bias)).sum()
+    expected += stats.norm(0, 1 / np.sqrt(4.0)).logpdf(np.asarray(last.kernel[:, :2])).sum()
+    expected += stats.norm(0, 1 / np.sqrt(9.0)).logpdf(np.asarray(last.bias[:2])).sum()
+    expected += stats.norm(0, 1 / np.sqrt(30.0)).logpdf(np.asarray(last.kernel[:, 2:])).sum()
+    expected += stats.norm(0, 1 / np.sqrt(0.1)).logpdf(np.asarray(last.bias[2:])).sum()
+    assert prior.num_groups(mlp) == 3
+    np.testing.assert_allclose(float(prior.log_prob(mlp, params, wp, bp)), expected, rtol=1e-12)
+    kernel_sizes, bias_sizes = prior.group_sizes(mlp)
+    assert kernel_sizes.tolist() == [6, 6, 6] and bias_sizes.tolist() == [3, 2, 2]
+    # with equal precisions the grouping does not change the density
+    ones = jnp.ones(3)
+    np.testing.assert_allclose(
+        float(prior.log_prob(mlp, params, 2 * ones, ones)),
+        float(GaussianPrior().log_prob(mlp, params, 2 * ones[:2], ones[:2])),
+        rtol=1e-12,
+    )
+    draws = [prior.sample(k, mlp, wp, bp)[1] for k in jax.random.split(jax.random.key(1), 400)]
+    scale_kernel = np.stack([np.asarray(d.kernel[:, 2:]) for d in draws])
+    mean_kernel = np.stack([np.asarray(d.kernel[:, :2]) for d in draws])
+    # variances 1/30 and 1/4 from 2400 normals each: relative sd sqrt(2/2400) ~ 0.03, 5 sd tolerance
+    assert abs(scale_kernel.var() * 30.0 - 1.0) < 5 * np.sqrt(2 / scale_kernel.size)
+    assert abs(mean_kernel.var() * 4.0 - 1.0) < 5 * np.sqrt(2 / mean_kernel.size)
+    with pytest.raises(ValueError, match="scale_outputs"):
+        GaussianPrior(scale_outputs=4).groups(mlp)
+    with pytest.raises(ValueError, match="scale_outputs"):
+        GaussianPrior(scale_outputs=-1)
 
 
 def test_prior_sample_has_the_prior_variance():
     mlp = parse_architecture("50-200-1")
     wp = jnp.array([4.0, 0.25])
     bp = jnp.array([1.0, 1.0])
-    params = GaussianPrior.sample(jax.random.key(0), mlp, wp, bp)
+    params = GaussianPrior().sample(jax.random.key(0), mlp, wp, bp)
     var = float(jnp.var(params[0].kernel))
     n = params[0].kernel.size
     # Sample variance of n normals: relative sd sqrt(2/n) ~ 0.014; 5 sd tolerance.

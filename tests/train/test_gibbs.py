@@ -123,6 +123,30 @@ def test_prior_conditionals_match_gamma_per_layer():
             assert p > 1e-3, (layer_idx, shape, rate, p)
 
 
+def test_prior_conditionals_sample_the_scale_head_group_apart():
+    # a 2-3-2 mean-and-scale network: the last layer's scale column and bias are group 2
+    bnn = BNN(parse_architecture("2-3-2"), GaussianPrior(scale_outputs=1), Gaussian(1.0))
+    data = Data(jnp.zeros((5, 2)), jnp.zeros((5, 2)))
+    params = init_params(jax.random.PRNGKey(4), bnn.mlp)
+    last = params[1]._replace(kernel=params[1].kernel.at[:, 1].multiply(0.05), bias=jnp.array([0.3, -2.0]))
+    position = flatten((params[0], last))
+    gibbs = jax.jit(jax.vmap(make_gibbs_fn(bnn, data, HP, learn_noise=False), in_axes=(0, None, None)))
+    out = gibbs(jax.random.split(jax.random.PRNGKey(2), 5000), position, bnn.default_hyperparameters())
+    assert out.weight_precision.shape == (5000, 3)
+    groups = [
+        (np.asarray(params[0].kernel), np.asarray(params[0].bias)),
+        (np.asarray(last.kernel[:, :1]), np.asarray(last.bias[:1])),
+        (np.asarray(last.kernel[:, 1:]), np.asarray(last.bias[1:])),
+    ]
+    for g, (kernel, bias) in enumerate(groups):
+        for draws, shape, rate in [
+            (out.weight_precision[:, g], HP.weight_shape + kernel.size / 2, HP.weight_rate + np.sum(kernel**2) / 2),
+            (out.bias_precision[:, g], HP.bias_shape + bias.size / 2, HP.bias_rate + np.sum(bias**2) / 2),
+        ]:
+            p = scipy.stats.kstest(np.asarray(draws), scipy.stats.gamma(shape, scale=1 / rate).cdf).pvalue
+            assert p > 1e-3, (g, shape, rate, p)
+
+
 def test_flags_dtype_and_errors():
     bnn, data = linear_problem(dtype="float32")
     hyper = bnn.default_hyperparameters()

@@ -84,8 +84,8 @@ def interrupted(ckpt: Checkpoint, partial: FittedModel, config: Any, err: BaseEx
     iteration = ckpt.iteration()
     done = max(iteration - num_warmup, 0) // thin
     bnn = partial.bnn
-    layers = len(bnn.mlp.widths) - 1
-    draws = ckpt.committed_draws(done, int(config.num_chains), num_params(bnn.mlp), layers, bnn.dtype)
+    groups = bnn.prior.num_groups(bnn.mlp)
+    draws = ckpt.committed_draws(done, int(config.num_chains), num_params(bnn.mlp), groups, bnn.dtype)
     phase = "sampling" if iteration > num_warmup else "warm-up" if ckpt.has_arrays() else "MAP"
     training = TrainingProgress(
         complete=False,

@@ -272,11 +272,11 @@ class Checkpoint:
         return np.load(path, mmap_mode="r", allow_pickle=False)
 
     def committed_draws(
-        self, num_draws: int, num_chains: int, num_params: int, num_layers: int, dtype: str
+        self, num_draws: int, num_chains: int, num_params: int, num_groups: int, dtype: str
     ) -> PosteriorDraws:
         """The first ``num_draws`` committed draws of a BNN run (memory-mapped; empty before sampling)."""
         if num_draws == 0 or not self.has_arrays():
-            per_layer = np.zeros((num_chains, 0, num_layers), dtype)
+            per_layer = np.zeros((num_chains, 0, num_groups), dtype)
             return PosteriorDraws(
                 positions=np.zeros((num_chains, 0, num_params), dtype),
                 hyper=Hyperparameters(np.zeros((num_chains, 0), dtype), per_layer, per_layer),

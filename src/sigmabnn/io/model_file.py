@@ -290,6 +290,16 @@ def _scalar_fields(spec: Any, what: str, classes: dict[str, type]) -> Any:
         raise _fail(f"invalid {what}: {err}") from None
 
 
+def _prior_groups(spec: Any, mlp: MLP) -> int:
+    """The number of precision groups of the header's prior for ``mlp`` (the hyperparameter arrays' last axis)."""
+    prior = _scalar_fields(spec, "prior", _PRIOR_CLASSES)
+    try:
+        prior.groups(mlp)
+    except ValueError as err:
+        raise _fail(f"invalid prior: {err}") from None
+    return prior.num_groups(mlp)
+
+
 def _shape_bytes(name: str, entry: Any) -> tuple[tuple[int, ...], np.dtype, int]:
     if not isinstance(entry, dict) or set(entry) != {"shape", "dtype"}:
         raise _fail(f"array {name!r}: manifest entry must have exactly 'shape' and 'dtype'")
@@ -379,11 +389,11 @@ def _validate_header(h: Any) -> dict[str, Any]:
     if len(pos_shape) != 3 or pos_shape[0] < 1 or pos_shape[1] < min_draws or pos_shape[2] != d:
         raise _fail(f"positions must have shape [chains >= 1, draws >= {min_draws}, {d}], declared {list(pos_shape)}")
     c, s = pos_shape[:2]
-    n_layers = len(widths) - 1
+    groups = _prior_groups(net["prior"], MLP(tuple(widths), tuple(net["activations"])))
     expected = {
         "noise_precision": (c, s),
-        "weight_precision": (c, s, n_layers),
-        "bias_precision": (c, s, n_layers),
+        "weight_precision": (c, s, groups),
+        "bias_precision": (c, s, groups),
     }
     for name in _DRAW_ARRAYS:
         shape, dtype, _ = specs[name]

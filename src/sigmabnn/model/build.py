@@ -119,10 +119,14 @@ def build_bnn(likelihood: Any, spec: Any, features: Sequence[str], activation: s
     """The BNN of a fit: ``likelihood``, the architecture ``spec`` for ``features``, the unit Gaussian prior.
 
     A heteroscedastic likelihood (an ensemble's, ``hetero_student_t``) takes ``spec`` as the mean
-    network's (ending in one output) and adds the scale outputs.
+    network's (ending in one output) and adds the scale outputs, whose kernel and bias entries are a
+    precision group of their own (:class:`~sigmabnn.model.priors.GaussianPrior`, ``scale_outputs``).
     """
+    scale_outputs = 0
     if isinstance(likelihood, HeteroscedasticGaussian | HeteroscedasticStudentT):
         mlp = with_variance_head(architecture(spec, features, 1, activation), likelihood)
+        scale_outputs = mlp.widths[-1] // 2  # the scale head: a precision group of its own
     else:
         mlp = architecture(spec, features, likelihood.output_dim(1), activation)
-    return BNN(mlp=mlp, prior=GaussianPrior(PRIOR_PRECISION, PRIOR_PRECISION), likelihood=likelihood, dtype=dtype)
+    prior = GaussianPrior(PRIOR_PRECISION, PRIOR_PRECISION, scale_outputs=scale_outputs)
+    return BNN(mlp=mlp, prior=prior, likelihood=likelihood, dtype=dtype)

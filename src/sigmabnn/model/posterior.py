@@ -46,8 +46,9 @@ class Hyperparameters(NamedTuple):
     Attributes:
         noise_precision: scalar; 1 / noise variance of a homoscedastic
             Gaussian likelihood (ignored by the other likelihoods).
-        weight_precision: ``[num_layers]``; prior precision of kernel entries.
-        bias_precision: ``[num_layers]``; prior precision of bias entries.
+        weight_precision: ``[num_groups]``; prior precision of kernel entries per group
+            (:meth:`~sigmabnn.model.priors.GaussianPrior.groups`: the layers, and a scale head's own).
+        bias_precision: ``[num_groups]``; prior precision of bias entries per group.
     """
 
     noise_precision: Array
@@ -108,7 +109,7 @@ class BNN:
 
     def log_prior(self, position: Array, hyper: Hyperparameters) -> Array:
         params = self.unflatten(position)
-        return self.prior.log_prob(params, hyper.weight_precision, hyper.bias_precision)
+        return self.prior.log_prob(self.mlp, params, hyper.weight_precision, hyper.bias_precision)
 
     def log_likelihood(self, position: Array, hyper: Hyperparameters, data: Data) -> Array:
         """``log p(y | f(x; theta), h)`` summed over the rows (scalar); in blocks of :meth:`row_block` rows

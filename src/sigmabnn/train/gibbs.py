@@ -15,10 +15,11 @@ Springer 1996, sec. 3.2 / 4.1):
   the latent weights ``w_i | theta, tau ~ Gamma((nu + 1) / 2, (nu + tau r_i^2) / 2)``, then
   ``tau | theta, w ~ Gamma(a_noise + N / 2, b_noise + sum w_i r_i^2 / 2)``
   (:func:`latent_weight_conditional`, :func:`noise_conditional` with ``weights``);
-- kernel precision of layer ``l``,
-  ``lambda_W^l | theta ~ Gamma(a_W + n_l / 2, b_W + ||W^l||^2 / 2)`` with
-  ``n_l`` the number of kernel entries of that layer;
-- bias precision of layer ``l``, likewise with the bias vector.
+- kernel precision of group ``g`` (layer ``g``, or a mean-and-scale network's scale head:
+  :meth:`~sigmabnn.model.priors.GaussianPrior.groups`),
+  ``lambda_W^g | theta ~ Gamma(a_W + n_g / 2, b_W + ||W^g||^2 / 2)`` with
+  ``n_g`` the number of kernel entries of that group;
+- bias precision of group ``g``, likewise with its bias entries.
 
 Gamma(shape, rate) draws come from :func:`sigmabnn.train.gamma.gamma` (Marsaglia and Tsang, without loops).
 
@@ -46,7 +47,6 @@ import jax.numpy as jnp
 
 from sigmabnn.model.likelihoods import noise_df
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
-from sigmabnn.model.priors import layer_sizes, squared_norms
 from sigmabnn.train.gamma import gamma
 
 Array = jax.Array
@@ -187,12 +187,10 @@ def initial_noise_precision(
 
 
 def prior_conditionals(bnn: BNN, hyperprior: HyperPrior, position: Array) -> tuple[Array, Array, Array, Array]:
-    """Per-layer Gamma conditionals ``(weight_shape, weight_rate, bias_shape, bias_rate)``, each ``[num_layers]``."""
-    w2, b2 = squared_norms(bnn.unflatten(position))
-    sizes = layer_sizes(bnn.mlp)
-    dtype = position.dtype
-    nw = jnp.asarray([s[0] for s in sizes], dtype)
-    nb = jnp.asarray([s[1] for s in sizes], dtype)
+    """Per-group Gamma conditionals ``(weight_shape, weight_rate, bias_shape, bias_rate)``, each ``[num_groups]``
+    (the prior's groups: :meth:`~sigmabnn.model.priors.GaussianPrior.groups`)."""
+    w2, b2 = bnn.prior.squared_norms(bnn.mlp, bnn.unflatten(position))
+    nw, nb = (jnp.asarray(n, position.dtype) for n in bnn.prior.group_sizes(bnn.mlp))
     return (
         hyperprior.weight_shape + 0.5 * nw,
         hyperprior.weight_rate + 0.5 * w2,

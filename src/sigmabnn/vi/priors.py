@@ -23,6 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from sigmabnn.model.mlp import flatten
 from sigmabnn.model.posterior import BNN, Hyperparameters
 from sigmabnn.vi import meanfield
 
@@ -116,9 +117,10 @@ VIPrior = DiagonalGaussianPrior | ScaleMixturePrior
 
 
 def gaussian_prior_from_bnn(bnn: BNN, hyper: Hyperparameters | None = None) -> DiagonalGaussianPrior:
-    """The BNN's Gaussian prior (per-layer kernel / bias precisions) as a flat ``[d]`` precision vector."""
+    """The BNN's Gaussian prior (per-group kernel / bias precisions) as a flat ``[d]`` precision vector."""
     hyper = bnn.default_hyperparameters() if hyper is None else hyper
-    return DiagonalGaussianPrior(meanfield.per_layer_vector(bnn, hyper.weight_precision, hyper.bias_precision))
+    precision = bnn.prior.entry_values(bnn.mlp, hyper.weight_precision, hyper.bias_precision)
+    return DiagonalGaussianPrior(flatten(precision).astype(bnn.jdtype))
 
 
 def validate_scale_mixture(mixture_weight: float, std1: float, std2: float) -> ScaleMixturePrior:
