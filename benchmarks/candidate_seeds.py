@@ -111,6 +111,21 @@ The candidates (:data:`CANDIDATES`), each the library's default with one change:
   that gained on the Gaussian tables. The fixed-prior fits (the default's arm) are unchanged by the
   grouping (all precisions 1). Judged on fresh training sets: seeds 31 to 35 (``--seeds
   31,32,33,34,35``, the default's cells of those seeds run beside it).
+- ``ard-gaussian``: automatic relevance determination (``ard=True``: a prior precision per input for the
+  first layer's weights, ``GaussianPrior.input_groups``; MacKay 1994, Neal 1996) where the default
+  already samples the precisions (``learn_prior="auto"``: the Gaussian noise model), so the data can
+  shrink the weights of inputs they do not need instead of one precision for the whole first layer.
+  steep6d-300 depends on two of its six inputs, energy's orientation input hardly matters, and
+  bostonHousing has 13 inputs of unequal use. The heteroscedastic model's cells keep the fixed prior
+  and are unchanged.
+- ``ard``: the same with the precisions sampled for every noise model (``ard=True`` turns
+  ``learn_prior`` on). ``learn-prior-scale-head`` lost on steep6d-300 and energy, whose cells choose the
+  heteroscedastic model; an exploration on its seeds (31 to 35, not committed) traced the loss to the
+  mean network's sampled precisions, not the scale head's, and found the same precisions behind its gain
+  on smooth6d-300's wrongly chosen cell. Per-input precisions are the structure those two tables'
+  irrelevant inputs call for. Both ARD candidates are judged on fresh training sets: seeds 36 to 40
+  (``--candidates ard-gaussian,ard --seeds 36,37,38,39,40``, the default's cells of those seeds run
+  beside them).
 
 Outcome: ``learn-prior-gaussian`` passed the rule and is the library's default since 2026-12-02
 (``learn_prior="auto"`` for ChEES regression fits, ``sigmabnn.fitting.spec.AUTO_PRIOR_METHODS``). Every
@@ -138,6 +153,12 @@ the noise choice from the MAP starts (``docs/architecture.md``) is the part to i
 SE 0.0009; RMSE +0.0002), as ``warmup-1000-fresh`` was, so the default keeps the harmonic mean of the
 iteration's acceptances. Its sampling acceptance came out 0.46 to 0.95 per chain where the default's is 0.78
 to 0.98 (sin1d-100's cells).
+``learn-prior-scale-head`` did not pass the rule (2026-12-07, seeds 31 to 35): pooled LL -0.0051 (SE 0.0100),
+behind on steep6d-300 (-0.024, SE 0.007). It changes only the cells where the heteroscedastic model is chosen
+(the others sample the same precisions in both arms and score the same). There it did what it was built for
+where that choice was wrong: smooth6d-300's one such cell (seed 33) gained +0.229, to the level of the
+Gaussian cells of the same table. But it lowered the LL on every one of the ten cells of steep6d-300 and
+energy, whose noise is heteroscedastic, so the default keeps the fixed prior for that model.
 
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and
@@ -186,6 +207,8 @@ CANDIDATES: dict[str, dict[str, Any]] = {
     "warmup-600-to-512": {"row_step_budget": 2**18, "warmup_budget": 2**18},
     "chees-running-acceptance": {"chees_acceptance": "harmonic-running"},
     "learn-prior-scale-head": {"learn_prior": True},
+    "ard-gaussian": {"ard": True, "learn_prior": "auto"},
+    "ard": {"ard": True},
 }
 defaults.ENTRIES.update(CANDIDATES)
 TIMEOUT = 600.0

@@ -117,6 +117,7 @@ def fit(
     recalibration_gate: float | None = None,
     noise_margin: float | None = None,
     noise_choice_by: str | None = None,
+    ard: bool = False,
     initial_positions: Any = None,
     client: Any = None,
     chains_per_task: int | None = None,
@@ -186,6 +187,9 @@ def fit(
         noise_margin, noise_choice_by: how ``likelihood="auto"`` chooses (:class:`sigmabnn.fitting.spec.ModelSpec`;
             ``None``: the defaults there): the paired SEs by which the scale head's MAP starts must win, and
             ``"starts"`` (one model sampled) or ``"sampled"`` (both sampled, the better on the val rows kept).
+        ard: automatic relevance determination (MCMC methods): a prior precision per input for the first
+            layer's weights, Gibbs-sampled (Neal 1996), so inputs the data do not need are shrunk; it turns
+            ``learn_prior`` on unless that is given (:class:`sigmabnn.fitting.spec.ModelSpec`).
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
@@ -230,7 +234,7 @@ def fit(
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
         recalibrate=recalibrate, recalibration_map=recalibration_map,
         recalibration_gate=recalibration_gate, noise_margin=noise_margin,
-        noise_choice_by=noise_choice_by, **method_options,
+        noise_choice_by=noise_choice_by, ard=ard, **method_options,
     )  # fmt: skip
     return run_fit(
         data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,

@@ -94,6 +94,10 @@ def test_non_finite_column(capsys, tmp_path: Path, bad: float) -> None:
     assert_train_fails(capsys, tmp_path, df, [], "usable training rows", "missing")
 
 
+def test_ard_with_a_method_that_samples_no_precisions(capsys, tmp_path: Path) -> None:
+    assert_train_fails(capsys, tmp_path, table(), ["--ard", "--method", "ensemble"], "ard", "needs an MCMC method")
+
+
 def test_too_few_rows(capsys, tmp_path: Path) -> None:
     assert_train_fails(capsys, tmp_path, table(n=1), [], "only 1 usable training row; at least 2")
 

@@ -38,6 +38,9 @@ INVALID = [
     ({"method": "ensemble", "num_chains_x": 2}, "unknown ensemble option 'num_chains_x'"),
     ({"architecture": "2-x-1"}, "2-x-1"),
     ({"activation": "sigmoidal", "architecture": "2-4-1"}, "sigmoidal"),
+    ({"ard": "yes"}, "ard must be true or false, got 'yes'"),
+    ({"ard": True, "method": "ensemble"}, "ard (per-input prior precisions, Gibbs-sampled) needs an MCMC method"),
+    ({"ard": True, "learn_prior": False}, "ard needs the prior precisions sampled"),
 ]
 
 
@@ -82,6 +85,20 @@ def test_the_json_record_rebuilds_the_spec():
     again = FitSpec.from_json(record)
     assert again == spec and again.to_json() == record
     assert json_value("architecture", (2, 5, 1)) == [2, 5, 1]
+
+
+def test_ard_builds_per_input_groups_samples_them_and_is_recorded():
+    spec = build_spec("y", method="nuts", ard=True)
+    bnn = spec.bnn(("a", "b", "c"))
+    assert bnn.prior.input_groups and bnn.prior.num_groups(bnn.mlp) == 3 + 3  # three layers, three inputs
+    assert spec.mcmc_config(100, 500).learn_prior is True  # NUTS keeps the fixed prior without ard
+    assert build_spec("y", method="nuts").mcmc_config(100, 500).learn_prior is False
+    auto = build_spec("y", ard=True, learn_prior="auto", likelihood="hetero_student_t")
+    assert auto.mcmc_config(100, 500).learn_prior is False  # "auto" keeps the heteroscedastic fit's fixed prior
+    record = spec.to_json()
+    assert record["ard"] is True and FitSpec.from_json(record) == spec
+    assert "ard" not in build_spec("y").to_json()
+    assert cli_train.fit_spec(_cli_args("--target", "y", "--method", "nuts", "--ard")) == spec
 
 
 def test_a_record_written_before_the_spec_existed_resumes_to_the_same_spec():

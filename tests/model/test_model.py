@@ -209,6 +209,31 @@ def test_scale_outputs_are_a_precision_group_of_their_own():
         GaussianPrior(scale_outputs=-1)
 
 
+def test_input_groups_give_each_input_its_first_layer_precision():
+    # 3-4-2 with a scale output: groups 0-2 the layers' (layer 0: its bias only), the scale head, inputs 0-2
+    mlp = parse_architecture("3-4-2")
+    prior = GaussianPrior(scale_outputs=1, input_groups=True)
+    params = init_params(jax.random.key(7), mlp)
+    wp = jnp.array([9.0, 0.5, 3.0, 0.2, 4.0, 25.0])
+    bp = jnp.array([2.0, 9.0, 0.1, 7.0, 7.0, 7.0])
+    first, last = params
+    expected = sum(stats.norm(0, 1 / np.sqrt(wp[3 + i])).logpdf(np.asarray(first.kernel[i])).sum() for i in range(3))
+    expected += stats.norm(0, 1 / np.sqrt(2.0)).logpdf(np.asarray(first.bias)).sum()
+    expected += stats.norm(0, 1 / np.sqrt(0.5)).logpdf(np.asarray(last.kernel[:, 0])).sum()
+    expected += stats.norm(0, 1 / np.sqrt(9.0)).logpdf(np.asarray(last.bias[0]))
+    expected += stats.norm(0, 1 / np.sqrt(3.0)).logpdf(np.asarray(last.kernel[:, 1])).sum()
+    expected += stats.norm(0, 1 / np.sqrt(0.1)).logpdf(np.asarray(last.bias[1]))
+    np.testing.assert_allclose(float(prior.log_prob(mlp, params, wp, bp)), expected, rtol=1e-12)
+    kernel_sizes, bias_sizes = prior.group_sizes(mlp)
+    assert kernel_sizes.tolist() == [0, 4, 4, 4, 4, 4] and bias_sizes.tolist() == [4, 1, 1, 0, 0, 0]
+    w2, _ = prior.squared_norms(mlp, params)
+    np.testing.assert_allclose(np.asarray(w2[3:]), np.sum(np.asarray(first.kernel) ** 2, axis=1), rtol=1e-12)
+    # one layer with a scale output: the input groups take only the mean column
+    one = parse_architecture("3-2")
+    sizes = GaussianPrior(scale_outputs=1, input_groups=True).group_sizes(one)
+    assert sizes[0].tolist() == [0, 3, 1, 1, 1] and sizes[1].tolist() == [1, 1, 0, 0, 0]
+
+
 def test_prior_sample_has_the_prior_variance():
     mlp = parse_architecture("50-200-1")
     wp = jnp.array([4.0, 0.25])

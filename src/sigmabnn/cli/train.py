@@ -125,6 +125,12 @@ def _add_network_arguments(p: argparse.ArgumentParser) -> None:
     )
     net.add_argument("--activation", default=None, metavar="NAME", help="hidden-layer activation (default tanh)")
     net.add_argument(
+        "--ard",
+        action="store_true",
+        help="automatic relevance determination (MCMC methods): a prior precision per input, sampled, so inputs "
+        "the data do not need are shrunk",
+    )
+    net.add_argument(
         "--dtype",
         choices=("float32", "float64"),
         help="arithmetic of the fit (default float32 for the default ChEES with the automatic or Gaussian likelihood, "
@@ -297,6 +303,7 @@ def fit_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "derive": tuple(args.derive),
         "baseline": tuple(args.baseline),
         **_recalibrate_kwarg(args),
+        **({"ard": True} if getattr(args, "ard", False) else {}),
     }
     optional = {
         "features": args.features,

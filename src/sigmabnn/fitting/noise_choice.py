@@ -39,7 +39,6 @@ from sigmabnn import compiler
 from sigmabnn.fitting.prepare import PreparedData
 from sigmabnn.fitting.spec import AUTO_NOISE_MARGIN, FitSpec
 from sigmabnn.map import MAPConfig, cast_data, pretrain_map
-from sigmabnn.model.build import build_bnn
 from sigmabnn.model.posterior import BNN, Data
 from sigmabnn.names import AUTO_NOISE_MODELS, MIN_RECALIBRATION_ROWS
 from sigmabnn.scale_head import widen_to_scale_head
@@ -165,6 +164,4 @@ def beats(gain: np.ndarray, margin: float = MARGIN_SE) -> bool:
 
 
 def _bnn(spec: FitSpec, data: PreparedData, name: str) -> BNN:
-    spec = spec.with_likelihood(name)
-    return build_bnn(spec.likelihood(), spec.model.architecture, data.feature_names, spec.model.activation,
-                     spec.model.dtype)  # fmt: skip
+    return spec.with_likelihood(name).bnn(data.feature_names)

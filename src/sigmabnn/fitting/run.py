@@ -42,7 +42,7 @@ from sigmabnn.fitting.trainers import MCMCTrainer, Trained, Trainer, trainer_for
 from sigmabnn.io.checkpoint import CHECKPOINT_DIR, Checkpoint
 from sigmabnn.io.model_file import load_model, save_model, to_jsonable
 from sigmabnn.mcmc.progress import log_phase
-from sigmabnn.model.build import PRIOR_PRECISION, build_bnn
+from sigmabnn.model.build import PRIOR_PRECISION
 from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import BNN
 from sigmabnn.names import AUTO_NOISE_MODELS, MCMC_METHODS, STUDENT_T_LIKELIHOODS
@@ -250,9 +250,7 @@ def _given_width(checkpoint: Any, resume: bool, initial_positions: Any) -> int |
 
 
 def _num_params(spec: FitSpec, prepared: PreparedData) -> int:
-    bnn = build_bnn(spec.likelihood(), spec.model.architecture, prepared.feature_names, spec.model.activation,
-                    spec.model.dtype)  # fmt: skip
-    return num_params(bnn.mlp)
+    return num_params(spec.bnn(prepared.feature_names).mlp)
 
 
 class _Run(NamedTuple):
@@ -284,8 +282,7 @@ def _fit_model(
     diagnostics; ``on_open(checkpoint)`` is called when a new checkpoint is opened."""
     prepared = run.prepared
     num_classes = prepared.classes.num_classes if prepared.classes is not None else 2
-    bnn = build_bnn(spec.likelihood(num_classes), spec.model.architecture, prepared.feature_names,
-                    spec.model.activation, spec.model.dtype)  # fmt: skip
+    bnn = spec.bnn(prepared.feature_names, num_classes)
     trainer = trainer_for(spec, prepared.train.n, num_params(bnn.mlp), prepared.val_data is not None)
     if noise is not None and noise.val_log_density:  # the choice's MAP fits are the chains' starts
         trainer = MCMCTrainer(trainer.config, trainer.default_map, starts_fitted=True)

@@ -23,7 +23,7 @@ from sigmabnn.dtypes import DEFAULT_DTYPE, resolve
 from sigmabnn.ensemble import EnsembleConfig
 from sigmabnn.errors import InputError
 from sigmabnn.map import MAPConfig
-from sigmabnn.model.build import likelihood_for
+from sigmabnn.model.build import build_bnn, likelihood_for
 from sigmabnn.model.mlp import parse_architecture
 from sigmabnn.names import (
     CALIBRATION_MAPS,
@@ -110,6 +110,10 @@ class ModelSpec(NamedTuple):
             ``"sampled"`` (both models sampled, the one whose posterior predicts the validation rows better kept:
             :mod:`sigmabnn.fitting.sampled_choice`; about twice the sampling time; a checkpointed run samples the
             first model in memory, so an interruption there leaves nothing to resume); :data:`AUTO_NOISE_CHOICE_BY`.
+        ard: automatic relevance determination: a prior precision per input for the first layer's weights
+            (:class:`~sigmabnn.model.priors.GaussianPrior`, ``input_groups``), Gibbs-sampled with the other
+            prior precisions (``learn_prior`` true unless given: with ``"auto"`` only where that samples them);
+            MCMC methods only.
     """
 
     architecture: str | tuple[int, ...] = "auto"
@@ -122,6 +126,7 @@ class ModelSpec(NamedTuple):
     noise_choice: bool = False
     noise_margin: float = AUTO_NOISE_MARGIN
     noise_choice_by: str = "starts"
+    ard: bool = False
 
 
 class MethodSpec(NamedTuple):
@@ -187,6 +192,12 @@ class FitSpec(NamedTuple):
         learn = self.model.learn_noise and name != "hetero_student_t"
         return self._replace(model=self.model._replace(likelihood=name, noise_choice=False, learn_noise=learn))
 
+    def bnn(self, feature_names: Sequence[str], num_classes: int = 2) -> Any:
+        """The :class:`~sigmabnn.model.posterior.BNN` of the fit for the data's ``feature_names``
+        (:func:`sigmabnn.model.build.build_bnn`; ``num_classes``: a classifier's classes)."""
+        mo = self.model
+        return build_bnn(self.likelihood(num_classes), mo.architecture, feature_names, mo.activation, mo.dtype, mo.ard)
+
     def likelihood(self, num_classes: int = 2) -> Any:
         """The likelihood the BNN is built with (:func:`sigmabnn.model.build.likelihood_for`);
         ``num_classes``: a classifier's classes (the data's)."""
@@ -216,6 +227,8 @@ class FitSpec(NamedTuple):
             config = config._replace(learn_prior=CLASSIFIER_LEARNS_PRIOR)
         elif m.name in AUTO_PRIOR_METHODS:  # the default fit's: learn_prior="auto" unless told otherwise
             config = config._replace(learn_prior=self.auto_learns_prior)
+        if self.model.ard:  # asked for per-input precisions: sampled, unless learn_prior says otherwise
+            config = config._replace(learn_prior=True)
         if m.options.get("learn_prior") == "auto":
             m = m._replace(options={**m.options, "learn_prior": self.auto_learns_prior})
         if m.num_chains is not None:
@@ -271,6 +284,7 @@ class FitSpec(NamedTuple):
             **({"likelihood": "auto"} if mo.noise_choice else {}),
             **({"noise_margin": mo.noise_margin} if mo.noise_margin != AUTO_NOISE_MARGIN else {}),
             **({"noise_choice_by": mo.noise_choice_by} if mo.noise_choice_by != AUTO_NOISE_CHOICE_BY else {}),
+            **({"ard": True} if mo.ard else {}),
             **self._recalibrate_arg(),
         }
         return _json(args)
@@ -399,6 +413,16 @@ def _noise_margin(margin: Any, auto: bool) -> float:
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not np.isfinite(margin):
         raise InputError(f"noise_margin must be a finite number of standard errors, got {margin!r}")
     return float(margin)
+
+
+def _check_ard(ard: Any, method: str, options: Mapping[str, Any]) -> None:
+    """``ard`` of :func:`build_spec`: a boolean, for an MCMC method that may sample the prior precisions."""
+    if not isinstance(ard, bool | np.bool_):
+        raise InputError(f"ard must be true or false, got {ard!r}")
+    if ard and method not in MCMC_METHODS:
+        raise InputError(f"ard (per-input prior precisions, Gibbs-sampled) needs an MCMC method, not {method!r}")
+    if ard and options.get("learn_prior") is False:
+        raise InputError("ard needs the prior precisions sampled: learn_prior=True or 'auto', not False")
 
 
 def _noise_choice_by(by: Any, auto: bool) -> str:
@@ -531,6 +555,7 @@ def build_spec(
     recalibration_gate: float | None = None,
     noise_margin: float | None = None,
     noise_choice_by: str | None = None,
+    ard: bool = False,
     **method_options: Any,
 ) -> FitSpec:
     """The validated :class:`FitSpec` of :func:`sigmabnn.api.fit`'s arguments (documented there).
@@ -549,6 +574,7 @@ def build_spec(
     noise_choice = likelihood == "auto" and auto_noise_choice(method, noise_column, noise_precision, learn_noise)
     margin = _noise_margin(noise_margin, likelihood == "auto")
     choice_by = _noise_choice_by(noise_choice_by, likelihood == "auto")
+    _check_ard(ard, method, method_options)
     if likelihood == "auto":
         likelihood = "gaussian"
     try:
@@ -607,6 +633,7 @@ def build_spec(
             noise_choice=noise_choice,
             noise_margin=margin,
             noise_choice_by=choice_by,
+            ard=bool(ard),
         ),
         method=MethodSpec(
             name=method,

@@ -115,8 +115,11 @@ def architecture(spec: Any, features: Sequence[str], output_dim: int, activation
     return mlp
 
 
-def build_bnn(likelihood: Any, spec: Any, features: Sequence[str], activation: str | None, dtype: str) -> BNN:
-    """The BNN of a fit: ``likelihood``, the architecture ``spec`` for ``features``, the unit Gaussian prior.
+def build_bnn(
+    likelihood: Any, spec: Any, features: Sequence[str], activation: str | None, dtype: str, ard: bool = False
+) -> BNN:
+    """The BNN of a fit: ``likelihood``, the architecture ``spec`` for ``features``, the unit Gaussian prior
+    (with ``ard``, a precision group per input for the first layer: ``GaussianPrior.input_groups``).
 
     A heteroscedastic likelihood (an ensemble's, ``hetero_student_t``) takes ``spec`` as the mean
     network's (ending in one output) and adds the scale outputs, whose kernel and bias entries are a
@@ -128,5 +131,5 @@ def build_bnn(likelihood: Any, spec: Any, features: Sequence[str], activation: s
         scale_outputs = mlp.widths[-1] // 2  # the scale head: a precision group of its own
     else:
         mlp = architecture(spec, features, likelihood.output_dim(1), activation)
-    prior = GaussianPrior(PRIOR_PRECISION, PRIOR_PRECISION, scale_outputs=scale_outputs)
+    prior = GaussianPrior(PRIOR_PRECISION, PRIOR_PRECISION, scale_outputs=scale_outputs, input_groups=bool(ard))
     return BNN(mlp=mlp, prior=prior, likelihood=likelihood, dtype=dtype)

@@ -37,6 +37,12 @@ class GaussianPrior:
     their kernel column and bias entries get precisions of their own, so a Gibbs step can shrink the
     scale head towards a constant (a homoscedastic fit) without shrinking the mean head.
 
+    With ``input_groups``, each input's row of the first layer's kernel is a group of its own
+    (groups ``num_layers + (1 if scale_outputs else 0) + i`` for input ``i``): automatic relevance
+    determination (MacKay 1994; Neal 1996, section 1.2.3 and 4.3), with which sampled precisions shrink
+    the weights of an input the data do not need. The first layer's group then holds only its bias;
+    the input groups' bias precisions have no entries (a Gibbs step draws them from their hyperprior).
+
     Attributes:
         weight_precision: default precision ``lambda_W`` of kernel entries
             (1 / variance, in 1 / (kernel units)^2), used for every group unless
@@ -44,20 +50,28 @@ class GaussianPrior:
         bias_precision: default precision ``lambda_b`` of bias entries.
         scale_outputs: trailing output columns of the last layer forming their own group
             (0: none; the layers are the groups).
+        input_groups: one group per input for the first layer's kernel rows (automatic relevance
+            determination).
     """
 
     weight_precision: float = 1.0
     bias_precision: float = 1.0
     scale_outputs: int = 0
+    input_groups: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.scale_outputs, bool) or not isinstance(self.scale_outputs, int | np.integer):
             raise ValueError(f"scale_outputs must be an integer, got {self.scale_outputs!r}")
         if self.scale_outputs < 0:
             raise ValueError(f"scale_outputs must be >= 0, got {self.scale_outputs}")
+        if not isinstance(self.input_groups, bool | np.bool_):
+            raise ValueError(f"input_groups must be true or false, got {self.input_groups!r}")
 
     def num_groups(self, mlp: MLP) -> int:
-        """Number of precision groups: the layers, plus one for the scale outputs."""
+        """Number of precision groups: the layers, one for the scale outputs, one per input with ``input_groups``."""
+        return self._first_input_group(mlp) + (mlp.widths[0] if self.input_groups else 0)
+
+    def _first_input_group(self, mlp: MLP) -> int:
         return mlp.num_layers + (1 if self.scale_outputs else 0)
 
     def groups(self, mlp: MLP) -> tuple[Layer, ...]:
@@ -73,7 +87,11 @@ class GaussianPrior:
                 if self.scale_outputs >= n_out:
                     raise ValueError(f"scale_outputs {self.scale_outputs} must be below the last width {n_out}")
                 bias[n_out - self.scale_outputs :] = mlp.num_layers
-            out.append(Layer(np.broadcast_to(bias, (n_in, n_out)).copy(), bias))
+            kernel = np.broadcast_to(bias, (n_in, n_out)).copy()
+            if i == 0 and self.input_groups:  # the rows' mean columns (a one-layer network keeps its scale head)
+                mean_columns = bias < mlp.num_layers
+                kernel[:, mean_columns] = self._first_input_group(mlp) + np.arange(n_in, dtype=np.int32)[:, None]
+            out.append(Layer(kernel, bias))
         return tuple(out)
 
     def group_sizes(self, mlp: MLP) -> tuple[np.ndarray, np.ndarray]:
@@ -89,17 +107,24 @@ class GaussianPrior:
 
         By static column slices, not a scatter over :meth:`groups`: this is inside every gradient.
         """
-        w: list = [0.0] * self.num_groups(mlp)
-        b: list = [0.0] * self.num_groups(mlp)
+        zero = jnp.zeros((), params[0].kernel.dtype)
+        w: list = [zero] * self._first_input_group(mlp)
+        b: list = [zero] * self._first_input_group(mlp)
         last = mlp.num_layers - 1
         for i, layer in enumerate(params):
             cut = layer.bias.shape[0] - self.scale_outputs if i == last and self.scale_outputs else None
-            w[i] = w[i] + jnp.sum(jnp.square(layer.kernel[:, :cut]))
+            if not (i == 0 and self.input_groups):
+                w[i] = w[i] + jnp.sum(jnp.square(layer.kernel[:, :cut]))
             b[i] = b[i] + jnp.sum(jnp.square(layer.bias[:cut]))
             if cut is not None:
-                w[-1] = w[-1] + jnp.sum(jnp.square(layer.kernel[:, cut:]))
-                b[-1] = b[-1] + jnp.sum(jnp.square(layer.bias[cut:]))
-        return jnp.stack(w), jnp.stack(b)
+                w[last + 1] = w[last + 1] + jnp.sum(jnp.square(layer.kernel[:, cut:]))
+                b[last + 1] = b[last + 1] + jnp.sum(jnp.square(layer.bias[cut:]))
+        w, b = jnp.stack(w), jnp.stack(b)
+        if not self.input_groups:
+            return w, b
+        cut = params[0].bias.shape[0] - self.scale_outputs if last == 0 and self.scale_outputs else None
+        rows = jnp.sum(jnp.square(params[0].kernel[:, :cut]), axis=1)  # [inputs]: each input's first-layer weights
+        return jnp.concatenate([w, rows]), jnp.concatenate([b, jnp.zeros_like(rows)])
 
     def precisions(self, mlp: MLP, dtype: jnp.dtype = jnp.float64) -> tuple[Array, Array]:
         """Default ``(weight_precision, bias_precision)`` arrays, shape ``[num_groups]``."""
