@@ -159,6 +159,17 @@ behind on steep6d-300 (-0.024, SE 0.007). It changes only the cells where the he
 where that choice was wrong: smooth6d-300's one such cell (seed 33) gained +0.229, to the level of the
 Gaussian cells of the same table. But it lowered the LL on every one of the ten cells of steep6d-300 and
 energy, whose noise is heteroscedastic, so the default keeps the fixed prior for that model.
+Neither ARD candidate passed the rule (2026-12-07, seeds 36 to 40). ``ard-gaussian``: pooled +0.0106 (SE
+0.0068), ahead on bostonHousing (+0.064, SE 0.030) but behind on lin2d-120 (LL -0.0041, SE 0.0016; RMSE
++0.0004), whose two inputs both matter. ``ard``: pooled +0.0338 (SE 0.0121), beyond 2 SE, ahead on
+smooth6d-300 (+0.187, SE 0.061: four of its five cells chose the heteroscedastic model, each rescued as in
+``learn-prior-scale-head``) and bostonHousing (+0.079, SE 0.035), but behind on lin2d-120 (the same cells as
+``ard-gaussian``'s) and steep6d-300 (-0.046, SE 0.011; RMSE +0.028), whose cells all chose the
+heteroscedastic model: per-input precisions did not remove the loss sampled precisions bring there. Where
+``ard-gaussian`` chose the heteroscedastic model its fit is the default's model with the same fixed prior,
+differing only in the order its prior's sums are rounded in; those cells still differ from the default's by
+up to 0.15 nats per row (bostonHousing), the chaos of a float32 chain run, which the rule's standard error
+over training sets absorbs.
 
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and

@@ -5,6 +5,7 @@ rule, and a resumable run whose default cells are shared by the candidates (cell
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from tests.conftest import load_benchmark
@@ -97,7 +98,6 @@ def test_a_candidate_over_the_time_goal_is_not_made_the_default(bench):
 
 def test_the_readme_quotes_the_committed_fresh_warmup_run(bench):
     """The README's energy gain of ``warmup-1000-fresh`` and the decision are those of the committed JSON."""
-    from pathlib import Path
 
     data = bench.defaults.load_results(bench.OUT)
     _, tables = bench.summarise(data["records"], "warmup-1000-fresh")
@@ -135,3 +135,46 @@ def test_the_running_acceptance_candidate_is_ahead_pooled_but_behind_on_one_tabl
     mean, se = bench.pooled(tables)
     sin1d = next(t for t in tables if t["table"] == "sin1d-100")
     assert mean > bench.Z * se and sin1d["ll_verdict"] == "behind" and bench.decide(tables) == "no"
+
+
+def test_the_scale_head_prior_candidate_changes_only_heteroscedastic_cells_and_loses_where_the_noise_is(bench):
+    """The docstring's outcome of ``learn-prior-scale-head``: cells where the Gaussian is chosen score the same
+    (their precisions are sampled in both arms); it gained on smooth6d-300's one heteroscedastic cell, lost on
+    every cell of steep6d-300 and energy, and is behind on steep6d-300, so the rule keeps the default."""
+    data = bench.defaults.load_results(bench.OUT)
+    recs = {(r["table"], r["seed"], r["sampler"]): r for r in data["records"]}
+    changed = {}
+    for (table, seed, sampler), rec in recs.items():
+        if sampler != "learn-prior-scale-head":
+            continue
+        base = recs[(table, seed, bench.DEFAULT)]
+        if base["likelihood"] == "gaussian":
+            assert rec["test_ll"] == base["test_ll"], (table, seed)
+        else:
+            changed[(table, seed)] = rec["test_ll"] - base["test_ll"]
+    assert changed[("smooth6d-300", 33)] > 0.2
+    losses = [d for (table, _), d in changed.items() if table in ("steep6d-300", "energy")]
+    assert len(losses) == 10 and max(losses) < 0
+    _, tables = bench.summarise(data["records"], "learn-prior-scale-head")
+    steep = next(t for t in tables if t["table"] == "steep6d-300")
+    assert steep["ll_verdict"] == "behind" and bench.decide(tables) == "no"
+
+
+def test_the_ard_candidates_are_each_behind_on_a_table(bench):
+    """The docstring's outcome of the ARD candidates: ``ard-gaussian`` ahead on bostonHousing and behind on
+    lin2d-120; ``ard`` ahead pooled beyond 2 SE but behind on lin2d-120 and steep6d-300; neither passes."""
+    data = bench.defaults.load_results(bench.OUT)
+    verdicts = {}
+    for candidate in ("ard-gaussian", "ard"):
+        _, tables = bench.summarise(data["records"], candidate)
+        assert bench.decide(tables) == "no"
+        verdicts[candidate] = {t["table"]: t["ll_verdict"] for t in tables}
+        verdicts[candidate]["pooled"] = bench.pooled(tables)
+    assert verdicts["ard-gaussian"]["bostonHousing"] == "ahead" and verdicts["ard-gaussian"]["lin2d-120"] == "behind"
+    assert verdicts["ard"]["steep6d-300"] == "behind" and verdicts["ard"]["lin2d-120"] == "behind"
+    mean, se = verdicts["ard"]["pooled"]
+    assert mean > bench.Z * se
+    _, tables = bench.summarise(data["records"], "ard-gaussian")
+    boston = next(t for t in tables if t["table"] == "bostonHousing")
+    readme = " ".join((Path(bench.SCRIPT).parents[1] / "README.md").read_text().split())
+    assert f"bostonHousing ({boston['ll_difference']:+.4f}, SE {boston['ll_se']:.4f})" in readme

@@ -144,11 +144,10 @@ def fit(
         num_warmup: warm-up iterations per chain (default: :func:`sigmabnn.train.default_config`); VI: ignored.
         num_samples: kept draws per chain (MCMC); VI: draws from q in total.
         learn_noise: Gibbs-sample (MCMC) or optimise (VI) the noise precision.
-        noise_precision: initial (or, with ``learn_noise=False``, fixed) noise
-            precision in standardised target units (default 100, noise std 0.1).
-        noise_column: column with a known per-row noise std of the target
-            (original units; for a log target converted to log10 units as
-            ``std / (y ln 10)``); uses the known-noise likelihood.
+        noise_precision: initial (or, with ``learn_noise=False``, fixed) noise precision in standardised
+            target units (default 100, noise std 0.1).
+        noise_column: column with a known per-row noise std of the target (original units; for a log target
+            converted to log10 units as ``std / (y ln 10)``); uses the known-noise likelihood.
         likelihood: noise model of the standardised target, ``"auto"`` (the default), ``"gaussian"``,
             ``"student_t"`` (heavy tails; :class:`~sigmabnn.model.likelihoods.StudentT`,
             its precision learnt by Gibbs updates with latent per-point weights) or
@@ -187,9 +186,7 @@ def fit(
         noise_margin, noise_choice_by: how ``likelihood="auto"`` chooses (:class:`sigmabnn.fitting.spec.ModelSpec`;
             ``None``: the defaults there): the paired SEs by which the scale head's MAP starts must win, and
             ``"starts"`` (one model sampled) or ``"sampled"`` (both sampled, the better on the val rows kept).
-        ard: automatic relevance determination (MCMC methods): a prior precision per input for the first
-            layer's weights, Gibbs-sampled (Neal 1996), so inputs the data do not need are shrunk; it turns
-            ``learn_prior`` on unless that is given (:class:`sigmabnn.fitting.spec.ModelSpec`).
+        ard: a sampled prior precision per input (:class:`sigmabnn.fitting.spec.ModelSpec`; MCMC methods).
         initial_positions: ``[k, d]`` starting weights in the model's flat layout, one row per
             MCMC chain (where its MAP pretraining starts) or ensemble member, e.g. an earlier
             fit's networks to refit on more rows (:mod:`sigmabnn.active`); ``None``: random starts.
@@ -232,9 +229,8 @@ def fit(
         split_column=split_column, split=split, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
         num_samples=num_samples, learn_noise=learn_noise, noise_precision=noise_precision, noise_column=noise_column,
         likelihood=likelihood, noise_df=noise_df, dtype=dtype, derive=derive, baseline=baseline,
-        recalibrate=recalibrate, recalibration_map=recalibration_map,
-        recalibration_gate=recalibration_gate, noise_margin=noise_margin,
-        noise_choice_by=noise_choice_by, ard=ard, **method_options,
+        recalibrate=recalibrate, recalibration_map=recalibration_map, recalibration_gate=recalibration_gate,
+        noise_margin=noise_margin, noise_choice_by=noise_choice_by, ard=ard, **method_options,
     )  # fmt: skip
     return run_fit(
         data, spec, progress=progress, checkpoint=checkpoint, resume=resume, initial_positions=initial_positions,

@@ -130,6 +130,18 @@ class FittedModel:
         """Number of target columns ``t``."""
         return self.y_transform.standardizer.dim
 
+    def input_relevance(self) -> dict[str, float] | None:
+        """With automatic relevance determination (``fit(..., ard=True)``): per input (its feature name), the
+        posterior median over the networks of the prior std ``1 / sqrt(precision)`` of its first-layer weights,
+        in units of the standardised input; an input the fit shrank has a small value. ``None`` without ARD."""
+        prior, mlp = self.bnn.prior, self.bnn.mlp
+        if not prior.input_groups:
+            return None
+        first = prior.first_input_group(mlp)
+        precision = np.asarray(self.draws.hyper.weight_precision, np.float64)[..., first : first + mlp.widths[0]]
+        std = np.median(1.0 / np.sqrt(precision.reshape(-1, mlp.widths[0])), axis=0)
+        return {name: float(s) for name, s in zip(self.feature_names, std)}
+
     def with_diagnostics(self, **entries: Any) -> FittedModel:
         """A copy with ``entries`` merged into :attr:`diagnostics`."""
         return replace(self, diagnostics={**self.diagnostics, **entries})

@@ -39,6 +39,7 @@ def describe(fitted: Any) -> dict[str, Any]:
         },
         "classes": None if fitted.classes is None else fitted.classes.to_json(),
         "architecture": bnn.mlp.describe(),
+        "input_relevance": fitted.input_relevance(),
         "activations": list(bnn.mlp.activations),
         "likelihood": bnn.likelihood.name,
         "dtype": bnn.dtype,
@@ -95,6 +96,10 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
         ),
         ("draws", draws_text(info)),
     ]
+    if info.get("input_relevance"):
+        ranked = sorted(info["input_relevance"].items(), key=lambda kv: -kv[1])
+        text = ", ".join(f"{name} {common.format_value(value)}" for name, value in ranked)
+        rows.append(("input relevance", f"{text} (ARD: prior std of each input's weights, largest first)"))
     for key, label in (
         ("acceptance", "acceptance"),
         ("divergences", "divergences"),

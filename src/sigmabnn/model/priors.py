@@ -69,9 +69,10 @@ class GaussianPrior:
 
     def num_groups(self, mlp: MLP) -> int:
         """Number of precision groups: the layers, one for the scale outputs, one per input with ``input_groups``."""
-        return self._first_input_group(mlp) + (mlp.widths[0] if self.input_groups else 0)
+        return self.first_input_group(mlp) + (mlp.widths[0] if self.input_groups else 0)
 
-    def _first_input_group(self, mlp: MLP) -> int:
+    def first_input_group(self, mlp: MLP) -> int:
+        """Index of input 0's group (``input_groups``: input ``i``'s is this plus ``i``)."""
         return mlp.num_layers + (1 if self.scale_outputs else 0)
 
     def groups(self, mlp: MLP) -> tuple[Layer, ...]:
@@ -90,7 +91,7 @@ class GaussianPrior:
             kernel = np.broadcast_to(bias, (n_in, n_out)).copy()
             if i == 0 and self.input_groups:  # the rows' mean columns (a one-layer network keeps its scale head)
                 mean_columns = bias < mlp.num_layers
-                kernel[:, mean_columns] = self._first_input_group(mlp) + np.arange(n_in, dtype=np.int32)[:, None]
+                kernel[:, mean_columns] = self.first_input_group(mlp) + np.arange(n_in, dtype=np.int32)[:, None]
             out.append(Layer(kernel, bias))
         return tuple(out)
 
@@ -108,8 +109,8 @@ class GaussianPrior:
         By static column slices, not a scatter over :meth:`groups`: this is inside every gradient.
         """
         zero = jnp.zeros((), params[0].kernel.dtype)
-        w: list = [zero] * self._first_input_group(mlp)
-        b: list = [zero] * self._first_input_group(mlp)
+        w: list = [zero] * self.first_input_group(mlp)
+        b: list = [zero] * self.first_input_group(mlp)
         last = mlp.num_layers - 1
         for i, layer in enumerate(params):
             cut = layer.bias.shape[0] - self.scale_outputs if i == last and self.scale_outputs else None
