@@ -47,7 +47,8 @@ class Hyperparameters(NamedTuple):
         noise_precision: scalar; 1 / noise variance of a homoscedastic
             Gaussian likelihood (ignored by the other likelihoods).
         weight_precision: ``[num_groups]``; prior precision of kernel entries per group
-            (:meth:`~sigmabnn.model.priors.GaussianPrior.groups`: the layers, and a scale head's own).
+            (:meth:`~sigmabnn.model.priors.GaussianPrior.groups`: the layers, a scale head's own, one per input
+            with automatic relevance determination).
         bias_precision: ``[num_groups]``; prior precision of bias entries per group.
     """
 

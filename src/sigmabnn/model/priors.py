@@ -4,8 +4,10 @@
 zero-mean Gaussians on every kernel and bias entry, with a *precision*
 (inverse variance) per group of entries: ``weight_precision[g]`` for the
 kernel entries of group ``g`` and ``bias_precision[g]`` for its bias entries.
-The groups are the layers, and with ``scale_outputs`` a mean-and-scale
-network's scale outputs form one more group (:meth:`GaussianPrior.groups`).
+The groups are the layers; with ``scale_outputs`` a mean-and-scale network's
+scale outputs form one more group, and with ``input_groups`` each input's
+first-layer weights one more each (automatic relevance determination;
+:meth:`GaussianPrior.groups`).
 The precisions may be fixed or resampled by Gibbs updates
 (:mod:`sigmabnn.train.gibbs`); in both cases they are passed in explicitly as
 arrays of shape ``[num_groups]``.
@@ -112,19 +114,21 @@ class GaussianPrior:
         w: list = [zero] * self.first_input_group(mlp)
         b: list = [zero] * self.first_input_group(mlp)
         last = mlp.num_layers - 1
+        rows = None  # with input_groups: [inputs], each input's first-layer weights
         for i, layer in enumerate(params):
             cut = layer.bias.shape[0] - self.scale_outputs if i == last and self.scale_outputs else None
-            if not (i == 0 and self.input_groups):
-                w[i] = w[i] + jnp.sum(jnp.square(layer.kernel[:, :cut]))
-            b[i] = b[i] + jnp.sum(jnp.square(layer.bias[:cut]))
+            mean_kernel = jnp.square(layer.kernel[:, :cut])
+            if i == 0 and self.input_groups:
+                rows = jnp.sum(mean_kernel, axis=1)
+            else:
+                w[i] = jnp.sum(mean_kernel)
+            b[i] = jnp.sum(jnp.square(layer.bias[:cut]))
             if cut is not None:
-                w[last + 1] = w[last + 1] + jnp.sum(jnp.square(layer.kernel[:, cut:]))
-                b[last + 1] = b[last + 1] + jnp.sum(jnp.square(layer.bias[cut:]))
+                w[last + 1] = jnp.sum(jnp.square(layer.kernel[:, cut:]))
+                b[last + 1] = jnp.sum(jnp.square(layer.bias[cut:]))
         w, b = jnp.stack(w), jnp.stack(b)
-        if not self.input_groups:
+        if rows is None:
             return w, b
-        cut = params[0].bias.shape[0] - self.scale_outputs if last == 0 and self.scale_outputs else None
-        rows = jnp.sum(jnp.square(params[0].kernel[:, :cut]), axis=1)  # [inputs]: each input's first-layer weights
         return jnp.concatenate([w, rows]), jnp.concatenate([b, jnp.zeros_like(rows)])
 
     def precisions(self, mlp: MLP, dtype: jnp.dtype = jnp.float64) -> tuple[Array, Array]:
