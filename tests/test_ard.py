@@ -35,5 +35,11 @@ def test_ard_shrinks_the_inputs_the_target_does_not_depend_on(tmp_path, capsys):
     assert main(["info", str(tmp_path / "m")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "input relevance" in line)
     assert row.split("input relevance")[1].split()[0] == "a"
+    # the training summary of `sigmabnn train --ard` ranks them too
+    data = tmp_path / "t.csv"
+    df.to_csv(data, index=False)
+    argv = ["train", str(data), "--target", "y", "--ard", "--warmup", "60", "--draws", "10", "--chains", "2"]
+    assert main([*argv, "--out", str(tmp_path / "cli")]) == 0
+    assert "input relevance" in capsys.readouterr().out
     plain, _ = sigmabnn.fit(df, "y", method="mh", num_warmup=20, num_samples=5, progress=False)
     assert plain.input_relevance() is None

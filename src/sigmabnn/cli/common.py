@@ -231,6 +231,13 @@ def format_seconds(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def relevance_text(relevance: dict[str, float]) -> str:
+    """An ARD model's :meth:`~sigmabnn.fitted.FittedModel.input_relevance`, the inputs ranked, as one line."""
+    ranked = sorted(relevance.items(), key=lambda kv: -kv[1])
+    text = ", ".join(f"{name} {format_value(value)}" for name, value in ranked)
+    return f"{text} (ARD: prior std of each input's weights, largest first)"
+
+
 def format_value(value: Any) -> str:
     """A number or short value as it appears in a summary table."""
     if isinstance(value, bool) or value is None:

@@ -97,9 +97,7 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
         ("draws", draws_text(info)),
     ]
     if info.get("input_relevance"):
-        ranked = sorted(info["input_relevance"].items(), key=lambda kv: -kv[1])
-        text = ", ".join(f"{name} {common.format_value(value)}" for name, value in ranked)
-        rows.append(("input relevance", f"{text} (ARD: prior std of each input's weights, largest first)"))
+        rows.append(("input relevance", common.relevance_text(info["input_relevance"])))
     for key, label in (
         ("acceptance", "acceptance"),
         ("divergences", "divergences"),

@@ -545,6 +545,9 @@ def _rows(fitted: Any, report: Any) -> list[tuple[str, Any]]:
     if report.noise_std is not None:
         unit = "log10 units" if fitted.log_target else "target units"
         rows.append(("noise std", f"{common.format_value(report.noise_std)} ({unit})"))
+    relevance = fitted.input_relevance()
+    if relevance:
+        rows.append(("input relevance", common.relevance_text(relevance)))
     return rows
 
 
