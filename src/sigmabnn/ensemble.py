@@ -35,7 +35,6 @@ own random start, and its predictive is the mean of the members' class probabili
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import NamedTuple
 
 import jax
@@ -43,7 +42,8 @@ import jax.numpy as jnp
 
 from sigmabnn.draws import PosteriorDraws, broadcast_hyper
 from sigmabnn.map import MAPConfig, MAPInfo, pretrain_map
-from sigmabnn.model.likelihoods import Categorical, Gaussian, HeteroscedasticGaussian
+from sigmabnn.model.build import without_variance_head
+from sigmabnn.model.likelihoods import Categorical, HeteroscedasticGaussian
 from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
 from sigmabnn.vi.meanfield import rho_from_std as inverse_softplus
@@ -124,9 +124,7 @@ def mean_first_starts(
     residuals when there are none), from where the full mean-and-variance NLL is trained.
     """
     lik = bnn.likelihood
-    t = bnn.mlp.widths[-1] // 2
-    mean_mlp = bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,))
-    mean_bnn = BNN(mlp=mean_mlp, prior=replace(bnn.prior, scale_outputs=0), likelihood=Gaussian(), dtype=bnn.dtype)
+    mean_bnn = without_variance_head(bnn)
     positions, info = pretrain_map(
         rng_key, mean_bnn, data, mean_bnn.default_hyperparameters(), training, val_data, num_starts=num_members
     )

@@ -19,13 +19,12 @@ The caller then runs MAP on the heteroscedastic Student-t log-posterior from the
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import jax
 import jax.numpy as jnp
 
 from sigmabnn.map import MAPConfig, pretrain_map
-from sigmabnn.model.likelihoods import Gaussian, HeteroscedasticStudentT, StudentT
+from sigmabnn.model.build import without_variance_head
+from sigmabnn.model.likelihoods import HeteroscedasticStudentT, StudentT
 from sigmabnn.model.mlp import Layer, flatten
 from sigmabnn.model.posterior import BNN, Data
 from sigmabnn.train.gibbs import HyperPrior, initial_noise_precision
@@ -71,10 +70,7 @@ def mean_network(bnn: BNN) -> BNN:
     lik = bnn.likelihood
     if not isinstance(lik, HeteroscedasticStudentT):
         raise ValueError(f"scale_head_starts needs the hetero_student_t likelihood, got {lik.name!r}")
-    t = bnn.mlp.widths[-1] // 2
-    prior = replace(bnn.prior, scale_outputs=0)  # the mean network has no scale head
-    return BNN(mlp=bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,)), prior=prior, likelihood=Gaussian(),
-               dtype=bnn.dtype)  # fmt: skip
+    return without_variance_head(bnn)
 
 
 def widen_to_scale_head(bnn: BNN, positions: Array, data: Data) -> tuple[Array, Array]:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sigmabnn.errors import InputError
@@ -90,6 +91,15 @@ def with_variance_head(mlp: MLP, likelihood: HeteroscedasticGaussian | Heterosce
     """
     likelihood = HeteroscedasticGaussian() if likelihood is None else likelihood
     return mlp._replace(widths=mlp.widths[:-1] + (likelihood.output_dim(mlp.widths[-1]),))
+
+
+def without_variance_head(bnn: BNN) -> BNN:
+    """The mean network of a mean-and-scale ``bnn`` (the inverse of :func:`with_variance_head`): the same hidden
+    layers, one output per target, the homoscedastic Gaussian likelihood at its default precision and the prior
+    without the scale head's precision group (its MAP fit is where a scale head's starts begin)."""
+    t = bnn.mlp.widths[-1] // 2
+    mlp = bnn.mlp._replace(widths=bnn.mlp.widths[:-1] + (t,))
+    return BNN(mlp=mlp, prior=replace(bnn.prior, scale_outputs=0), likelihood=Gaussian(), dtype=bnn.dtype)
 
 
 def architecture(spec: Any, features: Sequence[str], output_dim: int, activation: str | None) -> MLP:
