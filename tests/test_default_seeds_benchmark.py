@@ -136,9 +136,10 @@ def test_the_readme_quotes_the_committed_run(bench):
     summary = bench.coverage_summary(rows)
     readme = " ".join((root / "README.md").read_text().split())
     assert summary["min_seeds"] == 5 and summary["tables"] == 15 == len(bench.TABLES)
-    assert f"on average on {summary['within']} of 15 tables" in readme
+    assert f"on average on {summary['within']} of 15" in readme
     (energy,) = [r for r in rows if r["table"] == "energy"]
-    assert summary["within"] == 14 and not energy["within"] and f"covers {energy['coverage_68']:.3f}" in readme
+    assert summary["within"] == 14 and not energy["within"] and energy["seeds"] == 15
+    assert f"covers {energy['coverage_68']:.3f} (SE {energy['coverage_68_se']:.3f})" in readme
     (comparison,) = bench.comparisons(data["records"], "previous-default", "the previous default", ["energy"])
     row = bench.numpyro_seeds.table_differences("energy", comparison[1])
     assert row["ll_verdict"] == "behind" and row["seeds"] == 5
