@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "VIConfig": "sigmabnn.vi",
     "fit_vi": "sigmabnn.vi",
     "load_ewino": "sigmabnn.datasets",
+    "enable_compilation_cache": "sigmabnn.compile_cache",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])

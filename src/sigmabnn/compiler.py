@@ -39,10 +39,12 @@ import jax
 
 __all__ = [
     "COMPILER_OPTIONS",
+    "BoundFunction",
     "ENV_LEVEL",
     "OPTIMIZATION_LEVEL",
     "PREDICTION_LEVEL",
     "PREDICTION_OPTIONS",
+    "as_argument",
     "jit",
     "jit_prediction",
 ]
@@ -91,3 +93,36 @@ def jit_prediction(fun: Callable | None = None, /, **kwargs: Any) -> Any:
     passes and their reductions, compiled once and called for every batch)."""
     options = {**PREDICTION_OPTIONS, **(kwargs.pop("compiler_options", None) or {})}
     return jit(fun, compiler_options=options, **kwargs)
+
+
+class BoundFunction:
+    """A jitted function with its trailing arguments bound: called and lowered as a function of the leading ones.
+
+    The bound arguments are traced as inputs of the compiled code, not folded into it as constants:
+    a log-density's :class:`jax.tree_util.Partial` holding the training data
+    (:func:`sigmabnn.model.posterior.make_logdensity`) keeps the data out of the executable, so the
+    same compiled code serves every data set of the same shapes and dtypes
+    (:mod:`sigmabnn.compile_cache`).
+    """
+
+    def __init__(self, jitted: Any, *bound: Any) -> None:
+        self.jitted, self.bound = jitted, bound
+
+    def __call__(self, *args: Any) -> Any:
+        return self.jitted(*args, *self.bound)
+
+    def lower(self, *args: Any) -> Any:
+        """``jitted.lower`` with the bound arguments appended (shapes and dtypes of ``args`` suffice)."""
+        return self.jitted.lower(*args, *self.bound)
+
+    def eval_shape(self, *args: Any) -> Any:
+        """The outputs' shapes and dtypes (:func:`jax.eval_shape` of the jitted function, bound arguments appended)."""
+        return jax.eval_shape(self.jitted, *args, *self.bound)
+
+
+def as_argument(fn: Callable | None) -> jax.tree_util.Partial | None:
+    """``fn`` as a pytree a jitted function can take as an argument: a :class:`jax.tree_util.Partial` as it is (its
+    arrays become inputs), another callable wrapped in one with no arrays (its closure stays constant)."""
+    if fn is None or isinstance(fn, jax.tree_util.Partial):
+        return fn
+    return jax.tree_util.Partial(fn)

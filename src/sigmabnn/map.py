@@ -50,6 +50,7 @@ import numpy as np
 import optax
 
 from sigmabnn import compiler, interrupts
+from sigmabnn.compiler import BoundFunction
 from sigmabnn.model.mlp import flatten, init_params, num_params
 from sigmabnn.model.posterior import BNN, Data, Hyperparameters
 
@@ -373,8 +374,11 @@ def pretrain_map(
     num_chunks = math.ceil(num_steps / chunk)
     patience = config.patience if config.patience is not None else num_steps + chunk
 
-    run = _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk)
-    logpost = compiler.jit(jax.vmap(lambda p: bnn.log_posterior(p, hyper, data)))
+    ctx = _Context(data, val_data, hyper)
+    run = _build_runner(bnn, ctx, config, batch_size, steps_per_epoch, num_steps, chunk)
+    logpost = BoundFunction(
+        compiler.jit(jax.vmap(lambda p, ctx: bnn.log_posterior(p, ctx.hyper, ctx.data), in_axes=(0, None))), ctx
+    )
 
     index = np.arange(num_starts) if starts is None else np.asarray(starts, dtype=np.int64)
     if index.ndim != 1 or not index.size or np.any(np.diff(index) <= 0) or index[0] < 0 or index[-1] >= num_starts:
@@ -419,7 +423,7 @@ def pretrain_map(
     positions = jnp.asarray(np.stack([b["position"] for b in best]))
     polish_history = polished = None
     if config.lbfgs_steps > 0:
-        polish = _build_polisher(bnn, data, hyper, config, val_data)
+        polish = _build_polisher(bnn, ctx, config)
         positions, polish_history, polished, evals, monitored = polish(positions)
         num_grad_evals += evals
         for i in np.flatnonzero(polished):
@@ -480,7 +484,7 @@ def merge_map_infos(pieces: Sequence[MAPInfo]) -> MAPInfo:
     )
 
 
-def _build_polisher(bnn, data, hyper, config, val_data):
+def _build_polisher(bnn, ctx, config):
     """L-BFGS from each start; returns ``polish(positions [k, d]) -> (positions, history, kept, evals, monitored)``.
 
     Without ``config.lbfgs_patience`` the ``lbfgs_steps`` iterations run as one ``lax.scan`` and a start keeps
@@ -491,14 +495,17 @@ def _build_polisher(bnn, data, hyper, config, val_data):
     iteration (NaN after a start stopped); ``kept [k]`` marks the starts whose returned point is a polished one;
     ``monitored [k]`` is the monitored loss (nats per point) of the returned points.
     """
-    full = _objective(bnn, hyper)
-    objective, monitor = (lambda position: full(position, data, 1.0)), _monitor(bnn, hyper, data, val_data)
+    full, monitor = _objective(bnn), _monitor(bnn)
     solver = optax.lbfgs(memory_size=config.lbfgs_memory)
-    value_and_grad = optax.value_and_grad_from_state(objective)
     total, patience = config.lbfgs_steps, config.lbfgs_patience
     chunk = total if patience is None else min(config.eval_every, total)
 
-    def chunk_one(position, state, step0):
+    def chunk_one(position, state, step0, ctx):
+        def objective(position):
+            return full(position, ctx.data, 1.0, ctx.hyper)
+
+        value_and_grad = optax.value_and_grad_from_state(objective)
+
         def body(carry, i):
             pos, st = carry
             value, grad = value_and_grad(pos, state=st)
@@ -512,13 +519,14 @@ def _build_polisher(bnn, data, hyper, config, val_data):
             return (pos, st), (value, steps)
 
         (end, state), (values, steps) = jax.lax.scan(body, (position, state), jnp.arange(chunk))
-        after = jnp.where(jnp.isfinite(objective(end)), monitor(end), jnp.nan)
+        after = jnp.where(jnp.isfinite(objective(end)), monitor(end, ctx), jnp.nan)
         return end, state, values, jnp.sum(steps), after
 
     # the solver's initial state holds weak-typed scalars (its line search's info) that its update returns
     # strongly typed: made strong here, every chunk call has the same types and the chunk compiles once
-    start_all = compiler.jit(jax.vmap(lambda p: (_strongly_typed(solver.init(p)), monitor(p))))
-    chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, None)))
+    start_one = lambda p, ctx: (_strongly_typed(solver.init(p)), monitor(p, ctx))  # noqa: E731
+    start_all = BoundFunction(compiler.jit(jax.vmap(start_one, in_axes=(0, None))), ctx)
+    chunk_all = BoundFunction(compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, None, None))), ctx)
 
     def polish(positions):
         states, before = start_all(positions)
@@ -551,34 +559,46 @@ def _strongly_typed(tree):
     return jax.tree_util.tree_map(lambda x: jax.lax.convert_element_type(x, jnp.asarray(x).dtype), tree)
 
 
-def _objective(bnn, hyper):
-    """``L(position, batch, scale)``: minus the log prior minus ``scale`` times the batch's log-likelihood (nats)."""
+class _Context(NamedTuple):
+    """The arrays a MAP fit's compiled functions take as arguments, not as constants folded into their code, so
+    the code is the same for every data set of the same shapes (:class:`sigmabnn.compiler.BoundFunction`)."""
 
-    def objective(position, batch, scale):
+    data: Data
+    val_data: Data | None
+    hyper: Hyperparameters
+
+
+def _objective(bnn):
+    """``L(position, batch, scale, hyper)``: minus the log prior minus ``scale`` times the batch's log-likelihood
+    (nats)."""
+
+    def objective(position, batch, scale, hyper):
         return -(bnn.log_prior(position, hyper) + scale * bnn.log_likelihood(position, hyper, batch))
 
     return objective
 
 
-def _monitor(bnn, hyper, data, val_data):
-    """The early-stopping loss (nats per point): validation NLL, or the full training objective without ``val_data``."""
-    objective, n = _objective(bnn, hyper), int(data.x.shape[0])
+def _monitor(bnn):
+    """``monitor(position, ctx)``, the early-stopping loss (nats per point): validation NLL, or the full training
+    objective without validation data."""
+    objective = _objective(bnn)
 
-    def monitor(position):
-        if val_data is not None:
-            return -bnn.log_likelihood(position, hyper, val_data) / val_data.x.shape[0]
-        return objective(position, data, 1.0) / n
+    def monitor(position, ctx):
+        if ctx.val_data is not None:
+            return -bnn.log_likelihood(position, ctx.hyper, ctx.val_data) / ctx.val_data.x.shape[0]
+        return objective(position, ctx.data, 1.0, ctx.hyper) / ctx.data.x.shape[0]
 
     return monitor
 
 
-def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoch, num_steps, chunk):
+def _build_runner(bnn, ctx, config, batch_size, steps_per_epoch, num_steps, chunk):
     """The vmapped, jitted chunk loop; returns ``run(keys [k], starts [k, d], num_chunks, patience) -> dict``."""
-    n = int(data.x.shape[0])
+    n = int(ctx.data.x.shape[0])
     optimizer = optax.adam(learning_rate_schedule(config, num_steps))
-    objective, monitor = _objective(bnn, hyper), _monitor(bnn, hyper, data, val_data)
+    objective, monitor = _objective(bnn), _monitor(bnn)
 
-    def chunk_one(key, position, opt_state, step0):
+    def chunk_one(key, position, opt_state, step0, ctx):
+        data = ctx.data
         # one row order per epoch and start, carried (step0 is not batched over starts)
         perm0 = None if batch_size is None else epoch_permutation(key, step0, steps_per_epoch, n)
 
@@ -590,7 +610,7 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             else:
                 perm, rows = next_minibatch(key, perm, step, step0, steps_per_epoch, batch_size, n)
                 batch, scale = take_rows(data, rows), n / batch_size
-            loss, grad = jax.value_and_grad(objective)(pos, batch, scale)
+            loss, grad = jax.value_and_grad(objective)(pos, batch, scale, ctx.hyper)
             updates, st_new = optimizer.update(grad, st, pos)
             pos_new = optax.apply_updates(pos, updates)
             active = step < num_steps
@@ -601,8 +621,8 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
         (position, opt_state, _), losses = jax.lax.scan(body, (position, opt_state, perm0), jnp.arange(chunk))
         return position, opt_state, losses
 
-    def track_one(track, position, step, patience):
-        loss = monitor(position)
+    def track_one(track, position, step, patience, ctx):
+        loss = monitor(position, ctx)
         finite = jnp.isfinite(loss)
         improved = finite & (loss < track.best_loss) & ~track.stopped
         since = jnp.where(improved, 0, track.since + chunk)
@@ -614,8 +634,8 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             stopped=track.stopped | ~finite | (since >= patience) | (step >= num_steps),
         ), loss
 
-    def init_one(position):
-        loss = monitor(position)
+    def init_one(position, ctx):
+        loss = monitor(position, ctx)
         return _Track(
             position,
             jnp.where(jnp.isfinite(loss), loss, jnp.inf),
@@ -624,15 +644,15 @@ def _build_runner(bnn, data, hyper, config, val_data, batch_size, steps_per_epoc
             ~jnp.isfinite(loss),
         ), loss
 
-    chunk_all = compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None)))
-    track_all = compiler.jit(jax.vmap(track_one, in_axes=(0, 0, None, None)))
-    init_all = compiler.jit(jax.vmap(init_one))
+    chunk_all = BoundFunction(compiler.jit(jax.vmap(chunk_one, in_axes=(0, 0, 0, None, None))), ctx)
+    track_all = BoundFunction(compiler.jit(jax.vmap(track_one, in_axes=(0, 0, None, None, None))), ctx)
+    init_all = BoundFunction(compiler.jit(jax.vmap(init_one, in_axes=(0, None))), ctx)
     opt_init_all = compiler.jit(jax.vmap(optimizer.init))
-    val_all = (
-        None
-        if val_data is None
-        else compiler.jit(jax.vmap(lambda p: -bnn.log_likelihood(p, hyper, val_data) / val_data.x.shape[0]))
-    )
+
+    def val_one(position, ctx):
+        return -bnn.log_likelihood(position, ctx.hyper, ctx.val_data) / ctx.val_data.x.shape[0]
+
+    val_all = None if ctx.val_data is None else BoundFunction(compiler.jit(jax.vmap(val_one, in_axes=(0, None))), ctx)
 
     def run(keys, starts, num_chunks, patience):
         positions = starts

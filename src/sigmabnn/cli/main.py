@@ -87,8 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the subcommand they were given to, not by the top-level parser
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from sigmabnn.compile_cache import enable_for_process
     from sigmabnn.errors import InputError
 
+    enable_for_process()  # compiled code cached on disk for the next run (sigmabnn.compile_cache)
     try:
         code = args._run(args)
     except BrokenPipeError:

@@ -70,10 +70,11 @@ def _network_means(fitted: Any, z: np.ndarray) -> np.ndarray:
     pos = jnp.asarray(np.asarray(draws.positions).reshape(c * s, -1), bnn.jdtype)
     zz = jnp.asarray(z, bnn.jdtype)
 
-    def one(p):
-        return bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]
+    def one(p, z):
+        return bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), z))[:, 0]
 
-    f = compiler.jit(lambda ps: jax.lax.map(one, ps, batch_size=64))(pos)
+    # the points are an argument, not a constant of the compiled code (sigmabnn.compile_cache)
+    f = compiler.jit(lambda ps, z: jax.lax.map(lambda p: one(p, z), ps, batch_size=64))(pos, zz)
     return np.asarray(f, dtype=np.float64).reshape(c, s, -1)
 
 
@@ -88,11 +89,10 @@ def _draw_log_posterior(fitted: Any, z: np.ndarray, y_model: np.ndarray) -> np.n
     )
     data = Data(jnp.asarray(z, bnn.jdtype), jnp.asarray(y_model, bnn.jdtype))
 
-    def one(args):
-        p, h = args
-        return bnn.log_posterior(p, h, data)
+    def all_draws(ps, hs, data):
+        return jax.lax.map(lambda a: bnn.log_posterior(a[0], a[1], data), (ps, hs), batch_size=LOG_POSTERIOR_BATCH)
 
-    lp = compiler.jit(lambda ps, hs: jax.lax.map(one, (ps, hs), batch_size=LOG_POSTERIOR_BATCH))(pos, hyper)
+    lp = compiler.jit(all_draws)(pos, hyper, data)  # the data an argument (sigmabnn.compile_cache)
     return np.asarray(lp, dtype=np.float64).reshape(c, s)
 
 

@@ -99,9 +99,10 @@ def _draw_means(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> np.ndarray:
     c, s = draws.num_chains, draws.num_draws
     positions = np.asarray(draws.positions).reshape(c * s, -1)  # may be memory-mapped: read in batches
     zz = jnp.asarray(z, bnn.jdtype)
-    f = compiler.jit(jax.vmap(lambda p: bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), zz))[:, 0]))
+    # the points are an argument, not a constant of the compiled code (sigmabnn.compile_cache)
+    f = compiler.jit(jax.vmap(lambda p, z: bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), z))[:, 0], (0, None)))
     batch = max(1, min(c * s, 2**24 // max(1, positions.shape[1])))  # at most 128 MB of float64 at a time
-    out = [np.asarray(f(jnp.asarray(positions[i : i + batch], bnn.jdtype))) for i in range(0, c * s, batch)]
+    out = [np.asarray(f(jnp.asarray(positions[i : i + batch], bnn.jdtype), zz)) for i in range(0, c * s, batch)]
     return np.concatenate(out).reshape(c, s, -1)
 
 

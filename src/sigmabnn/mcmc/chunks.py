@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import PartitionSpec
 
 from sigmabnn import compiler, interrupts
+from sigmabnn.compiler import BoundFunction, as_argument
 from sigmabnn.mcmc.algorithm import STAGE_FROZEN, ChainBlock, ChainState, Iteration, SamplingAlgorithm, chain_keys
 from sigmabnn.mcmc.progress import ProgressBar
 from sigmabnn.parallel import AXIS as CHAIN_AXIS
@@ -31,14 +32,16 @@ def make_chunk_fn(
     gibbs_fn: Callable | None = None,
     mesh: Any = None,
     block: ChainBlock | None = None,
-) -> Callable:
+) -> BoundFunction:
     """The jitted chunk function shared by warm-up and sampling.
 
     Returns ``chunk(run_key, chains: ChainState [C], iteration [T] int32, stage [T] int32,
     is_window_end [T] bool, active [T] bool) -> (chains, (positions [T, C, d], hyper [T, C, ...],
     IterationInfo [T, C]))``. Iteration ``t`` uses ``fold_in(run_key, iteration[t])``, so draws do
     not depend on how the run is cut into chunks. Inactive (padding) iterations leave the chains
-    unchanged and record zeros.
+    unchanged and record zeros. ``logdensity_fn`` and ``gibbs_fn`` are arguments of the compiled
+    function (:func:`as_argument`, :class:`BoundFunction`): the arrays of a :class:`jax.tree_util.Partial`
+    are its inputs.
 
     With a ``mesh`` (:func:`sigmabnn.parallel.chain_mesh`) the chains (leading axis of every leaf)
     and the outputs' chain axis are split along its axis (``shard_map``): each device runs its
@@ -49,38 +52,42 @@ def make_chunk_fn(
     num_devices = 1 if mesh is None else int(mesh.size)
     axis_name = None if mesh is None else CHAIN_AXIS
 
-    def body(carry, xs):
-        run_key, chains = carry
-        index, stage, is_end, active = xs
-        key = jax.random.fold_in(run_key, index)
-        step_keys, end_keys = chain_keys(key, chains.kernel_state.position.shape[0], num_devices, block)
-        iteration = Iteration(index, key, step_keys, end_keys, stage, is_end)
+    fns = (as_argument(logdensity_fn), as_argument(gibbs_fn))
 
-        def run(chains):
-            return algorithm.step(iteration, chains, logdensity_fn, gibbs_fn, axis_name)
+    def chunk(run_key, chains, iteration, stage, is_window_end, active, fns):
+        logdensity, gibbs = fns
 
-        def skip(chains):
-            record = jax.eval_shape(run, chains)[1]
-            return chains, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), record)
+        def body(carry, xs):
+            run_key, chains = carry
+            index, stage, is_end, active = xs
+            key = jax.random.fold_in(run_key, index)
+            step_keys, end_keys = chain_keys(key, chains.kernel_state.position.shape[0], num_devices, block)
+            iteration = Iteration(index, key, step_keys, end_keys, stage, is_end)
 
-        chains, record = jax.lax.cond(active, run, skip, chains)
-        return (run_key, chains), (chains.kernel_state.position, chains.hyper, record)
+            def run(chains):
+                return algorithm.step(iteration, chains, logdensity, gibbs, axis_name)
 
-    def chunk(run_key, chains, iteration, stage, is_window_end, active):
+            def skip(chains):
+                record = jax.eval_shape(run, chains)[1]
+                return chains, jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), record)
+
+            chains, record = jax.lax.cond(active, run, skip, chains)
+            return (run_key, chains), (chains.kernel_state.position, chains.hyper, record)
+
         (_, chains), out = jax.lax.scan(body, (run_key, chains), (iteration, stage, is_window_end, active))
         return chains, out
 
     if mesh is None:
-        return compiler.jit(chunk)
+        return BoundFunction(compiler.jit(chunk), fns)
     chain_axis, replicated = PartitionSpec(CHAIN_AXIS), PartitionSpec()
     sharded = jax.shard_map(
         chunk,
         mesh=mesh,
-        in_specs=(replicated, chain_axis, replicated, replicated, replicated, replicated),
+        in_specs=(replicated, chain_axis, replicated, replicated, replicated, replicated, replicated),
         out_specs=(chain_axis, PartitionSpec(None, CHAIN_AXIS)),
         check_vma=False,
     )
-    return compiler.jit(sharded)
+    return BoundFunction(compiler.jit(sharded), fns)
 
 
 def run_chunks(

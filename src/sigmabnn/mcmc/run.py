@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sigmabnn import compiler
+from sigmabnn.compiler import BoundFunction, as_argument
 from sigmabnn.mcmc import adaptation as adapt
 from sigmabnn.mcmc.algorithm import (
     STAGE_FROZEN,
@@ -158,8 +159,9 @@ def _jitted_functions(
     code. At most two are kept (with the log-density closures, hence their data, alive). ``init_fn``
     takes the run's init key; the chains of ``block`` start with their keys in the whole run.
     """
-    init_fn = compiler.jit(
-        lambda key, positions, hyper: algorithm.init(block.keys(key), positions, hyper, logdensity_fn)
+    init_fn = BoundFunction(
+        compiler.jit(lambda key, positions, hyper, ld: algorithm.init(block.keys(key), positions, hyper, ld)),
+        as_argument(logdensity_fn),
     )
     return init_fn, make_chunk_fn(algorithm, logdensity_fn, gibbs_fn, mesh, None if block.is_whole else block)
 
@@ -201,8 +203,8 @@ def _setup(
     hyper = broadcast_chains(initial_hyper, num_chains)
     key_init, key_warmup, key_sample = jax.random.split(rng_key, 3)
     chunk = _chunk_length(config)
-    chain_shapes = jax.eval_shape(init_fn, key_init, positions, hyper)
-    out_shapes = jax.eval_shape(chunk_fn, key_sample, chain_shapes, *_schedule(chunk))[1]
+    chain_shapes = init_fn.eval_shape(key_init, positions, hyper)
+    out_shapes = chunk_fn.eval_shape(key_sample, chain_shapes, *_schedule(chunk))[1]
     return _Run(init_fn, chunk_fn, (key_init, key_warmup, key_sample), (key_init, positions, hyper), chunk,
                 chain_shapes, out_shapes)  # fmt: skip
 
@@ -236,7 +238,7 @@ def compile_ahead(
             keys = jax.eval_shape(lambda k: jax.random.split(k, 3), rng_key)
             key = jax.ShapeDtypeStruct(keys.shape[1:], keys.dtype)
             init_fn.lower(key, positions, hyper).compile()
-            chains = jax.eval_shape(init_fn, key, positions, hyper)
+            chains = init_fn.eval_shape(key, positions, hyper)
             chunk_fn.lower(key, chains, *_schedule(_chunk_length(config))).compile()
         except Exception:  # noqa: BLE001 - the run itself compiles and raises
             pass

@@ -236,10 +236,21 @@ def _fused_blocks(bnn: BNN, head: Rows, tail: Rows | None) -> Callable[[Array, H
     return fused
 
 
+class _LogPosterior(NamedTuple):
+    """``bnn``'s log-posterior as a function of the data first (hashable: the model's structure only)."""
+
+    bnn: BNN
+
+    def __call__(self, data: Data, position: Array, hyper: Hyperparameters) -> Array:
+        return self.bnn.log_posterior(position, hyper, data)
+
+
 def make_logdensity(bnn: BNN, data: Data) -> Callable[[Array, Hyperparameters], Array]:
-    """``logdensity(position [num_params], hyper) -> scalar`` for the samplers."""
+    """``logdensity(position [num_params], hyper) -> scalar`` for the samplers.
 
-    def logdensity(position: Array, hyper: Hyperparameters) -> Array:
-        return bnn.log_posterior(position, hyper, data)
-
-    return logdensity
+    A :class:`jax.tree_util.Partial` whose pytree leaves are ``data``'s arrays: a jitted function that
+    takes it as an argument (the samplers' chunks do, :mod:`sigmabnn.mcmc.chunks`) traces the data as
+    inputs instead of folding them into the executable as constants, so its compiled code is the same
+    for every data set of the same shapes and dtypes (:mod:`sigmabnn.compile_cache`).
+    """
+    return jax.tree_util.Partial(_LogPosterior(bnn), data)

@@ -229,22 +229,32 @@ def make_gibbs_fn(
         raise ValueError(
             f"learning the noise precision needs the 'gaussian' or 'student_t' likelihood, not {bnn.likelihood.name!r}"
         )
-    df = noise_df(bnn.likelihood)
+    # a Partial holding the data: traced as inputs of the sampler's compiled chunk (sigmabnn.mcmc.chunks)
+    return jax.tree_util.Partial(_GibbsStep(bnn, hyperprior, bool(learn_noise), bool(learn_prior)), data)
 
-    def gibbs_fn(rng_key: Array, position: Array, hyper: Hyperparameters) -> Hyperparameters:
+
+class _GibbsStep(NamedTuple):
+    """The Gibbs update of :func:`make_gibbs_fn` as a function of the data first (hashable: no arrays)."""
+
+    bnn: BNN
+    hyperprior: HyperPrior
+    learn_noise: bool
+    learn_prior: bool
+
+    def __call__(self, data: Data, rng_key: Array, position: Array, hyper: Hyperparameters) -> Hyperparameters:
+        bnn, hyperprior = self.bnn, self.hyperprior
+        df = noise_df(bnn.likelihood)
         key_noise, key_w, key_b = jax.random.split(rng_key, 3)
         noise, weight, bias = hyper
-        if learn_noise and df is not None:
+        if self.learn_noise and df is not None:
             key_latent, key_noise = jax.random.split(key_noise)
             r = residuals(bnn, data, position)
             latent = gamma(key_latent, *latent_weight_conditional(df, noise, r))
             noise = gamma(key_noise, *_noise_gamma(hyperprior, r, latent)).astype(noise.dtype)
-        elif learn_noise:
+        elif self.learn_noise:
             noise = gamma(key_noise, *noise_conditional(bnn, data, hyperprior, position)).astype(noise.dtype)
-        if learn_prior:
+        if self.learn_prior:
             ws, wr, bs, br = prior_conditionals(bnn, hyperprior, position)
             weight = gamma(key_w, ws, wr).astype(weight.dtype)
             bias = gamma(key_b, bs, br).astype(bias.dtype)
         return Hyperparameters(noise, weight, bias)
-
-    return gibbs_fn
