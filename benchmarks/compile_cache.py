@@ -69,7 +69,7 @@ def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         out = defaults.run_fit_cell("sigmabnn", fit_df, score_df, log_target, smoke=False)
     entries = sum(1 for p in Path(spec["cache"]).iterdir() if p.name.endswith("-cache"))
-    keep = ("seconds", "rmse", "test_ll", "coverage_68", "coverage_95")
+    keep = ("seconds", "rmse", "test_ll", "coverage_68", "coverage_95", "likelihood")
     return {k: out[k] for k in keep if k in out} | {"n_train": len(fit_df), "cache_entries": entries, "status": "ok"}
 
 
@@ -119,7 +119,8 @@ SUMMARY_COLS = [
 ]  # fmt: skip
 CELL_COLS = [
     ("table", "table", ""), ("method", "method", ""), ("pair", "pair", ""), ("stage", "stage", ""),
-    ("seed", "training set", ""), ("seconds", "seconds", ".1f"), ("rmse", "RMSE", ".4g"),
+    ("seed", "training set", ""), ("likelihood", "noise model", ""), ("seconds", "seconds", ".1f"),
+    ("rmse", "RMSE", ".4g"),
     ("cache_entries", "cache entries", ""), ("load", "load start/end", ""),
 ]  # fmt: skip
 

@@ -44,17 +44,27 @@ def test_the_summary_is_the_ratio_of_the_medians_over_complete_pairs(bench):
     assert "| t | sigmabnn |" in bench.render({"records": recs, "runs": []})
 
 
-def test_the_committed_run_shows_warm_fits_of_other_rows_compiling_nothing(bench):
+def test_the_committed_run_shows_warm_fits_of_other_rows_compiling_nothing_new(bench):
+    """A warm fit adds cache entries only where it chose another noise model than the cold fit of its pair (that
+    model's sampler was not compiled yet): the rows themselves are never part of the compiled code."""
     path = Path(bench.OUT)
     if not path.exists():
         pytest.skip("benchmarks/results/compile_cache.json not committed yet")
     data = json.loads(path.read_text())
-    rows = bench.summarise(data["records"])
-    mine = [r for r in rows if r["method"] == "sigmabnn"]
+    by = {bench._key(r): r for r in data["records"] if r.get("status") == "ok"}
+    mine = [r for r in bench.summarise(data["records"]) if r["method"] == "sigmabnn"]
     assert {r["table"] for r in mine} == set(bench.TABLES) and all(r["pairs"] >= 3 for r in mine)
-    for r in mine:  # the warm cell of every pair left the cache as the cold cell did: nothing new compiled
-        assert all(a == b for a, b in (pair.split(" -> ") for pair in r["entries"].split(" / ")))
+    same_model = 0
+    for (table, method, pair, stage), warm in by.items():
+        if method != "sigmabnn" or stage != "warm":
+            continue
+        cold = by[(table, method, pair, "cold")]
+        if cold["likelihood"] == warm["likelihood"]:
+            same_model += 1
+            assert warm["cache_entries"] == cold["cache_entries"], (table, pair)
+        else:
+            assert warm["cache_entries"] > cold["cache_entries"]
+    assert same_model >= 7  # of the 9 pairs
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
-    low, high = min(r["warm_s"] for r in mine), max(r["warm_s"] for r in mine)
     assert f"{min(r['ratio'] for r in mine):.1f} to {max(r['ratio'] for r in mine):.1f} times" in readme
-    assert f"{low:.0f} to {high:.0f} s" in readme
+    assert f"{min(r['warm_s'] for r in mine):.0f} to {max(r['warm_s'] for r in mine):.0f} s" in readme

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -41,12 +42,14 @@ def _noise_variance_factor(likelihood: Any) -> float:
 
 def _mean_noise_std(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> float:
     """Mean over networks and points ``z`` of a per-point noise std (model units; heteroscedastic heads)."""
-    positions = np.asarray(draws.positions).reshape(draws.num_networks, -1)
-    zz = jnp.asarray(z, bnn.jdtype)
-    one = compiler.jit(
-        lambda p: jnp.mean(jnp.sqrt(bnn.likelihood.aleatoric_variance(bnn.apply(bnn.unflatten(p), zz), 1.0)))
-    )
-    return float(np.mean([float(one(jnp.asarray(p, bnn.jdtype))) for p in positions]))
+    positions = jnp.asarray(np.asarray(draws.positions).reshape(draws.num_networks, -1), bnn.jdtype)
+
+    def one(p, z):
+        return jnp.mean(jnp.sqrt(bnn.likelihood.aleatoric_variance(bnn.apply(bnn.unflatten(p), z), 1.0)))
+
+    # the points are an argument, not a constant of the compiled code (sigmabnn.compile_cache)
+    every = compiler.jit(lambda ps, z: jax.lax.map(lambda p: one(p, z), ps, batch_size=64))
+    return float(np.mean(np.asarray(every(positions, jnp.asarray(z, bnn.jdtype)), np.float64)))
 
 
 def noise_std(spec: FitSpec, bnn: BNN, draws: PosteriorDraws, data: PreparedData) -> float | None:
