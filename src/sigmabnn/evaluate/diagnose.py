@@ -22,6 +22,7 @@ from sigmabnn import compiler
 from sigmabnn.errors import DataError, InputError
 from sigmabnn.evaluate.diagnostics import Thresholds, summarize, warnings
 from sigmabnn.fitting.report import FitReport, MCMCSummary
+from sigmabnn.fitting.trainers import draw_means
 from sigmabnn.model.posterior import Data
 from sigmabnn.predict import feature_matrix_for
 
@@ -61,21 +62,6 @@ class ModelDiagnosis(NamedTuple):
     warnings: list[str]
     predictions: np.ndarray
     log_posterior: np.ndarray | None
-
-
-def _network_means(fitted: Any, z: np.ndarray) -> np.ndarray:
-    """Model-space means ``[C, S, k]`` (first target) of every draw at standardised inputs ``z`` ``[k, p]``."""
-    bnn, draws = fitted.bnn, fitted.draws
-    c, s = draws.num_chains, draws.num_draws
-    pos = jnp.asarray(np.asarray(draws.positions).reshape(c * s, -1), bnn.jdtype)
-    zz = jnp.asarray(z, bnn.jdtype)
-
-    def one(p, z):
-        return bnn.likelihood.mean(bnn.apply(bnn.unflatten(p), z))[:, 0]
-
-    # the points are an argument, not a constant of the compiled code (sigmabnn.compile_cache)
-    f = compiler.jit(lambda ps, z: jax.lax.map(lambda p: one(p, z), ps, batch_size=64))(pos, zz)
-    return np.asarray(f, dtype=np.float64).reshape(c, s, -1)
 
 
 def _draw_log_posterior(fitted: Any, z: np.ndarray, y_model: np.ndarray) -> np.ndarray:
@@ -276,7 +262,7 @@ def diagnose_model(
                 y_model = fitted.y_transform.forward(y, offset=fitted.y_transform.offset(x, fitted.feature_names))
                 log_posterior = _draw_log_posterior(fitted, zall, y_model)
                 source = f"on {n} data rows"
-    predictions = _network_means(fitted, z)
+    predictions = np.asarray(draw_means(fitted.bnn, fitted.draws, z), np.float64)
     summary = summarize(predictions=predictions, log_posterior=log_posterior)
     stored = stored_summary(fitted.report, c, s)
     if stored.get("sampler", {}).get("max_tree_depth") is None and "sampler" in stored:

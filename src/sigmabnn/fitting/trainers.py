@@ -41,7 +41,16 @@ from sigmabnn.scale_head import scale_head_starts
 from sigmabnn.train import MCMCConfig, TrainInfo, default_config, fit_mcmc
 from sigmabnn.vi import VIConfig, fit_vi
 
-__all__ = ["DIAGNOSTIC_POINTS", "EnsembleTrainer", "MCMCTrainer", "Trained", "Trainer", "VITrainer", "trainer_for"]
+__all__ = [
+    "DIAGNOSTIC_POINTS",
+    "EnsembleTrainer",
+    "MCMCTrainer",
+    "Trained",
+    "Trainer",
+    "VITrainer",
+    "draw_means",
+    "trainer_for",
+]
 
 #: Training points at which function-space R-hat/ESS are computed.
 DIAGNOSTIC_POINTS = 32
@@ -94,7 +103,7 @@ def _no_tasks(tasks: Any, what: str) -> None:
         raise InputError(f"only MCMC chains run as Dask tasks: {what} is fitted in one process")
 
 
-def _draw_means(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> np.ndarray:
+def draw_means(bnn: BNN, draws: PosteriorDraws, z: np.ndarray) -> np.ndarray:
     """Model-space network means ``[C, S, k]`` (first target) at standardised points ``z`` ``[k, p]``."""
     c, s = draws.num_chains, draws.num_draws
     positions = np.asarray(draws.positions).reshape(c * s, -1)  # may be memory-mapped: read in batches
@@ -110,7 +119,7 @@ def mcmc_summary(bnn: BNN, draws: PosteriorDraws, info: TrainInfo, config: MCMCC
     """The sampler health of an MCMC run: acceptance, divergences, step sizes, E-BFMI, function-space R-hat/ESS."""
     idx = np.linspace(0, z_train.shape[0] - 1, min(DIAGNOSTIC_POINTS, z_train.shape[0])).astype(int)
     summary = diag.summarize(
-        predictions=_draw_means(bnn, draws, z_train[idx]),
+        predictions=draw_means(bnn, draws, z_train[idx]),
         log_posterior=np.asarray(info.sample_info.logdensity),
         info=info.sample_info,
         max_tree_depth=config.max_tree_depth if config.kernel == "nuts" else None,
