@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import load_benchmark
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
