@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import load_benchmark
 
 
