@@ -181,6 +181,14 @@ heteroscedastic model: per-input precisions did not remove the loss sampled prec
 differing only in the order its prior's sums are rounded in; those cells still differ from the default's by
 up to 0.15 nats per row (bostonHousing), the chaos of a float32 chain run, which the rule's standard error
 over training sets absorbs.
+``map-no-early-stop`` did not pass the rule (2026-12-07, seeds 41 to 43): pooled LL +0.0016 (SE 0.0186), at 1.5 to
+2.0 times the default's time on every table. Energy gained on two of its three training sets (mean +0.065, SE
+0.050, within noise), less than its gap to the previous default, while steep6d-300 lost on all three (-0.116, SE
+0.065; RMSE +0.17). A start still keeps its parameters of lowest validation loss, so where that point comes early
+(smooth6d-300's Gaussian cells) the longer fit returns nearly the same starts (its LL within 0.001 nats of the
+default's) and only costs time; smooth6d-300's +0.22 on seed 43 is a changed noise choice (the Gaussian instead of
+the default's heteroscedastic model), not a better fit. The exploratory gains on energy did not carry over to these
+training sets strongly enough to pursue the change at its time cost.
 
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and
