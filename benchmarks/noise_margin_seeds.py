@@ -108,7 +108,7 @@ def cells(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         diff = defaults.paired_ll_difference(h, g)
         out.append({
             "table": table, "seed": seed, "n_val": h.get("n_val"), "gain": choice["gain"], "gain_se": choice["gain_se"],
-            "z": choice["gain"] / choice["gain_se"],
+            "z": choice["gain"] / choice["gain_se"], "zc": _calibrated_z(choice),
             "same_choice": (g.get("noise_choice") or {}).get("gain") == choice["gain"],
             "ll_gaussian": g["test_ll"], "ll_hetero": h["test_ll"], "ll_difference": h["test_ll"] - g["test_ll"],
             "ll_difference_se": diff[1] if diff else None, "rmse_gaussian": g["rmse"], "rmse_hetero": h["rmse"],
@@ -118,6 +118,13 @@ def cells(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "seconds_gaussian": g.get("seconds"), "seconds_hetero": h.get("seconds"),
         })  # fmt: skip
     return out
+
+
+def _calibrated_z(choice: dict[str, Any]) -> float | None:
+    """The gain over its SE with each model's noise scale calibrated on the validation rows (recorded since
+    2026-12-07; ``noise_calibration_seeds.py``), else ``None``."""
+    gain, se = choice.get("calibrated_gain"), choice.get("calibrated_se")
+    return None if gain is None or not se else gain / se
 
 
 def picked(cell: dict[str, Any], margin: float) -> str:

@@ -11,10 +11,17 @@ import pytest
 
 from sigmabnn.api import fit, resume
 from sigmabnn.errors import InputError
-from sigmabnn.fitting.noise_choice import MARGIN_SE, beats, mixture_log_densities
+from sigmabnn.fitting.noise_choice import (
+    MARGIN_SE,
+    beats,
+    loo_calibrated,
+    mixture_log_densities,
+    scaled_mixture_log_densities,
+)
 from sigmabnn.fitting.spec import AUTO_NOISE_MARGIN, FitSpec, build_spec
 from sigmabnn.io.checkpoint import Checkpoint, TrainingInterrupted
 from sigmabnn.model.build import build_bnn, likelihood_for
+from sigmabnn.model.mlp import num_params
 from sigmabnn.model.posterior import Data
 
 SMALL = {"architecture": "1-8-1", "num_chains": 2, "num_warmup": 30, "num_samples": 10, "max_tree_depth": 4}
@@ -63,6 +70,49 @@ def test_mixture_log_density_is_the_log_of_the_mean_density():
     assert abs(means[1] - means[0] - 0.7).max() < 1e-12
     dens = np.sqrt(tau / (2 * math.pi)) * np.exp(-0.5 * tau * (y[:, 0] - means) ** 2)
     np.testing.assert_allclose(got, np.log(dens.mean(axis=0)), rtol=1e-10)
+
+
+def _two_networks(likelihood: str, seed: int = 0):
+    bnn = build_bnn(likelihood_for(likelihood), "1-3-1", ["x"], "tanh", "float64")
+    rng = np.random.default_rng(seed)
+    positions = rng.normal(size=(2, num_params(bnn.mlp)))
+    x, y = rng.normal(size=(6, 1)), rng.normal(size=(6, 1))
+    return bnn, jnp.asarray(positions), Data(x=jnp.asarray(x), y=jnp.asarray(y))
+
+
+def test_a_scaled_gaussian_mixture_is_the_mixture_with_the_precision_divided_by_the_factor_squared():
+    bnn, positions, data = _two_networks("gaussian")
+    factors = jnp.asarray([0.5, 1.0, 3.0])
+    got = np.asarray(scaled_mixture_log_densities(bnn, positions, jnp.asarray(4.0), data, factors))
+    assert got.shape == (3, 6)
+    for c, row in zip([0.5, 1.0, 3.0], got, strict=True):
+        want = np.asarray(mixture_log_densities(bnn, positions, jnp.asarray(4.0 / c**2), data))
+        np.testing.assert_allclose(row, want, rtol=1e-10)
+
+
+def test_a_scaled_scale_head_is_the_student_t_with_each_rows_scale_times_the_factor():
+    from scipy import stats
+
+    bnn, positions, data = _two_networks("hetero_student_t")
+    got = np.asarray(scaled_mixture_log_densities(bnn, positions, jnp.asarray(1.0), data, jnp.asarray([0.3, 2.0])))
+    df = bnn.likelihood.df
+    for c, row in zip([0.3, 2.0], got, strict=True):
+        dens = []
+        for p in positions:
+            mu, s = bnn.likelihood.split(bnn.apply(bnn.unflatten(p), data.x))
+            dens.append(
+                stats.t.pdf(np.asarray(data.y[:, 0]), df, loc=np.asarray(mu[:, 0]), scale=c * np.asarray(s[:, 0]))
+            )
+        np.testing.assert_allclose(row, np.log(np.mean(dens, axis=0)), rtol=1e-9)
+
+
+def test_leave_one_out_calibration_scores_each_row_at_the_factor_the_other_rows_choose():
+    # factor 0 fits rows 1 and 2, factor 1 fits row 0 by far: row 0 alone would choose factor 1
+    table = np.array([[-9.0, 0.0, 0.0], [0.0, -1.0, -1.0]])
+    got, best = loo_calibrated(table)
+    # rows 1, 2: the others (row 0 and one of them) prefer factor 1 (-1 against -9); row 0: the others prefer 0
+    np.testing.assert_array_equal(got, [-9.0, -1.0, -1.0])
+    assert best == 1  # all rows together: -2 against -9
 
 
 def test_the_scale_head_must_win_by_more_than_the_noise_of_the_rows():
@@ -173,6 +223,9 @@ def test_a_growing_noise_scale_chooses_the_scale_head():
     assert choice.likelihood == "hetero_student_t" == report.model.likelihood == fitted.bnn.likelihood.name
     assert choice.val_log_density["hetero_student_t"] > choice.val_log_density["gaussian"]
     assert choice.seconds > 0 and "paired SE" in choice.reason
+    # with each model's noise scale set on the other validation rows the scale head still wins
+    assert choice.calibrated_gain > 2 * choice.calibrated_se > 0
+    assert set(choice.scale_factors) == {"gaussian", "hetero_student_t"}
     # the chains start from the choice's MAP fits: no second MAP pretraining, whose settings are still named
     assert report.timings.map_seconds < choice.seconds and fitted.settings["map"]
     assert report.model.architecture == "1-8-2"

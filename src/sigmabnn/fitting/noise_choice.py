@@ -44,7 +44,10 @@ from sigmabnn.names import AUTO_NOISE_MODELS, MIN_RECALIBRATION_ROWS
 from sigmabnn.scale_head import widen_to_scale_head
 from sigmabnn.train.gibbs import HyperPrior, initial_noise_precision
 
-__all__ = ["MARGIN_SE", "NoiseChoice", "beats", "choose_noise_model", "mixture_log_densities", "paired_se"]
+__all__ = [
+    "CALIBRATION_FACTORS", "MARGIN_SE", "NoiseChoice", "beats", "choose_noise_model", "loo_calibrated",
+    "mixture_log_densities", "paired_se", "scaled_mixture_log_densities",
+]  # fmt: skip
 
 
 class NoiseChoice(NamedTuple):
@@ -61,6 +64,9 @@ class NoiseChoice(NamedTuple):
             its paired standard error; ``None`` when no choice was made.
         other_starts: the MAP positions ``[k, d']`` (float64) of the model not chosen (``noise_choice_by=
             "sampled"`` samples it too); ``None`` when no choice was made.
+        calibrated_gain, calibrated_se: the same gain and paired standard error after each model's noise
+            scale is calibrated on the validation rows (:func:`loo_calibrated`); ``None`` when no choice was made.
+        scale_factors: per candidate, the factor of its noise scale that fits all the validation rows best.
     """
 
     likelihood: str
@@ -70,6 +76,9 @@ class NoiseChoice(NamedTuple):
     gain: float | None = None
     gain_se: float | None = None
     other_starts: np.ndarray | None = None
+    calibrated_gain: float | None = None
+    calibrated_se: float | None = None
+    scale_factors: dict[str, float] | None = None
 
 
 def mixture_log_densities(bnn: BNN, positions: jax.Array, noise_precision: jax.Array, data: Data) -> jax.Array:
@@ -95,6 +104,53 @@ MARGIN_SE = AUTO_NOISE_MARGIN
 
 
 _mixture_log_densities = compiler.jit(mixture_log_densities, static_argnums=(0,))
+
+#: The noise-scale factors of :func:`loo_calibrated`: 1/8 to 8, log-spaced in steps of about 7 %.
+CALIBRATION_FACTORS = np.exp(np.linspace(np.log(1 / 8), np.log(8), 61))
+
+
+def scaled_mixture_log_densities(
+    bnn: BNN, positions: jax.Array, noise_precision: jax.Array, data: Data, factors: jax.Array
+) -> jax.Array:
+    """:func:`mixture_log_densities` with every network's noise scale multiplied by each of ``factors`` ``[m]``:
+    ``[m, n]`` (nats).
+
+    The noise models are location-scale families, so the density with scale ``c s`` is that of
+    ``mu + (y - mu) / c`` with scale ``s``, less ``t log c`` (``t`` targets): one expression for the
+    Gaussian (``noise_precision / c^2``) and the heteroscedastic Student-t (each row's ``s`` times ``c``).
+    """
+
+    def per_network(position: jax.Array) -> jax.Array:
+        f = bnn.apply(bnn.unflatten(position), data.x)
+        mu = bnn.likelihood.mean(f)
+
+        def at(c: jax.Array) -> jax.Array:
+            yc = mu + (data.y - mu) / c
+            rows = jax.vmap(lambda fi, yi: bnn.likelihood.log_prob(fi[None], yi[None], noise_precision))(f, yc)
+            return rows - data.y.shape[1] * jnp.log(c)
+
+        return jax.vmap(at)(factors)
+
+    logp = jax.vmap(per_network)(positions)  # [k, m, n]
+    return jax.scipy.special.logsumexp(logp, axis=0) - jnp.log(logp.shape[0])
+
+
+_scaled_mixture_log_densities = compiler.jit(scaled_mixture_log_densities, static_argnums=(0,))
+
+
+def loo_calibrated(table: np.ndarray) -> tuple[np.ndarray, int]:
+    """Leave-one-out calibrated log densities ``[n]`` from ``table`` ``[m, n]`` (factor by row), and the index of
+    the factor that fits all rows best.
+
+    Row ``i`` is scored at the factor that maximises the summed log density of the other rows, so no row
+    helps choose its own scale: the score of a model whose noise scale is set on held-out rows. MAP
+    networks fit their training rows more closely than new ones (a Gaussian's precision from the training
+    residuals is too high, a scale head too small), by an amount that differs between the noise models;
+    calibrating each on the validation rows compares their means and the shapes of their noise.
+    """
+    totals = table.sum(axis=1)
+    best = np.argmax(totals[:, None] - table, axis=0)
+    return table[best, np.arange(table.shape[1])], int(np.argmax(totals))
 
 
 def choose_noise_model(
@@ -136,6 +192,15 @@ def choose_noise_model(
         for name in AUTO_NOISE_MODELS
     }  # fmt: skip
     scores = {name: float(np.mean(r)) for name, r in rows.items()}
+    calibrated, factors = {}, {}
+    for name in AUTO_NOISE_MODELS:
+        bnn = models[name]
+        table = _scaled_mixture_log_densities(
+            bnn, positions[name], tau.astype(bnn.jdtype), val, jnp.asarray(CALIBRATION_FACTORS, bnn.jdtype)
+        )
+        calibrated[name], best = loo_calibrated(np.asarray(table, np.float64))
+        factors[name] = float(CALIBRATION_FACTORS[best])
+    calibrated_gain = calibrated["hetero_student_t"] - calibrated["gaussian"]
     gain = rows["hetero_student_t"] - rows["gaussian"]
     se = paired_se(gain)
     margin = spec.model.noise_margin
@@ -148,7 +213,8 @@ def choose_noise_model(
     other = next(name for name in AUTO_NOISE_MODELS if name != best)
     return NoiseChoice(
         best, scores, np.asarray(positions[best], np.float64), reason, float(np.mean(gain)), se,
-        np.asarray(positions[other], np.float64),
+        np.asarray(positions[other], np.float64), float(np.mean(calibrated_gain)), paired_se(calibrated_gain),
+        factors,
     )  # fmt: skip
 
 

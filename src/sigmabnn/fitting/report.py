@@ -273,9 +273,15 @@ class NoiseChoiceSummary(_Section):
         margin: the margin in standard errors the gain had to exceed.
         sampled_val_log_density: with ``noise_choice_by="sampled"``, per candidate, its sampled posterior's mean
             log predictive density on the validation rows (nats per row, original units), which chose.
+        calibrated_gain, calibrated_se: ``gain`` and ``gain_se`` with each model's noise scale calibrated on the
+            validation rows (:func:`sigmabnn.fitting.noise_choice.loo_calibrated`).
+        scale_factors: per candidate, the factor of its MAP starts' noise scale that fits the validation rows best.
     """
 
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("seconds", "gain", "gain_se", "margin", "sampled_val_log_density")
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "seconds", "gain", "gain_se", "margin", "sampled_val_log_density", "calibrated_gain", "calibrated_se",
+        "scale_factors",
+    )  # fmt: skip
 
     likelihood: str | None = None
     val_log_density: Mapping[str, float] = field(default_factory=dict)
@@ -285,6 +291,9 @@ class NoiseChoiceSummary(_Section):
     gain_se: float | None = None
     margin: float | None = None
     sampled_val_log_density: Mapping[str, float] | None = None
+    calibrated_gain: float | None = None
+    calibrated_se: float | None = None
+    scale_factors: Mapping[str, float] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 

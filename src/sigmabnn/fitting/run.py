@@ -229,7 +229,16 @@ def _noise_model(
     log_phase(f"{what} {choice.likelihood} ({how})", seconds, progress)
     margin = spec.model.noise_margin if choice.gain is not None else None
     summary = NoiseChoiceSummary(
-        choice.likelihood, choice.val_log_density, choice.reason, seconds, choice.gain, choice.gain_se, margin
+        choice.likelihood,
+        choice.val_log_density,
+        choice.reason,
+        seconds,
+        choice.gain,
+        choice.gain_se,
+        margin,
+        calibrated_gain=choice.calibrated_gain,
+        calibrated_se=choice.calibrated_se,
+        scale_factors=choice.scale_factors,
     )
     alternative = None
     if sampled:
