@@ -53,9 +53,10 @@ LIKELIHOOD_NAMES: tuple[str, ...] = ("gaussian", "student_t", "hetero_student_t"
 (a classifier of integer or string labels)."""
 AUTO_NOISE_MODELS: tuple[str, ...] = ("gaussian", "hetero_student_t")
 """The noise models ``likelihood="auto"`` chooses between (:mod:`sigmabnn.fitting.noise_choice`)."""
-NOISE_CHOICE_BY: tuple[str, ...] = ("starts", "sampled")
-"""How ``likelihood="auto"`` judges its candidates on the validation rows: by their MAP starts (before sampling), or
-by both sampled posteriors (:mod:`sigmabnn.fitting.noise_choice`)."""
+NOISE_CHOICE_BY: tuple[str, ...] = ("starts", "calibrated", "sampled")
+"""How ``likelihood="auto"`` judges its candidates on the validation rows: by their MAP starts (before sampling), by
+the starts with each model's noise scale calibrated on the validation rows, or by both sampled posteriors
+(:mod:`sigmabnn.fitting.noise_choice`)."""
 STUDENT_T_LIKELIHOODS: tuple[str, ...] = ("student_t", "hetero_student_t")
 """The likelihoods with a degrees-of-freedom option (``noise_df``)."""
 RECALIBRATION_ROWS: tuple[str, ...] = ("heldout", "loo", "loo+heldout")

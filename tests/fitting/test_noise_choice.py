@@ -180,7 +180,7 @@ def test_sampled_choice_keeps_the_model_whose_posterior_predicts_the_validation_
         if name == kept:
             np.testing.assert_array_equal(forced.draws.positions, fitted.draws.positions)
     assert report.timings.total_seconds > report.noise_choice.seconds + report.timings.fit_seconds
-    with pytest.raises(InputError, match="noise_choice_by must be one of starts, sampled"):
+    with pytest.raises(InputError, match="noise_choice_by must be one of starts, calibrated, sampled"):
         build_spec("y", noise_choice_by="posterior")
     with pytest.raises(InputError, match="noise_choice_by applies only to likelihood='auto'"):
         build_spec("y", likelihood="gaussian", noise_choice_by="sampled")
@@ -232,6 +232,31 @@ def test_a_growing_noise_scale_chooses_the_scale_head():
     # the default ChEES fit with validation rows polishes the starts with L-BFGS (the choice's fits included)
     assert (fitted.settings["map_lbfgs_steps"], fitted.settings["map_lbfgs_patience"]) == (1000, 100)
     assert fitted.report.noise_choice == choice  # stored in the model's diagnostics and read back
+
+
+def test_calibrated_judges_by_the_calibrated_scores(monkeypatch):
+    """The same fit and starts: ``"starts"`` takes the scale head on this growing noise; with ``"calibrated"`` the
+    choice follows the calibrated rows, here replaced by ones that favour the Gaussian."""
+    import sigmabnn.fitting.noise_choice as nc
+
+    data = toy(600, 0, hetero=True)
+    _, starts = fit(data, "y", ["x"], seed=0, progress=False, noise_choice_by="starts", **SMALL)
+    _, calibrated = fit(data, "y", ["x"], seed=0, progress=False, noise_choice_by="calibrated", **SMALL)
+    assert starts.noise_choice.likelihood == calibrated.noise_choice.likelihood == "hetero_student_t"
+    assert starts.noise_choice.calibrated_gain == calibrated.noise_choice.calibrated_gain
+    assert "calibrated leave-one-out" in calibrated.noise_choice.reason
+    assert "calibrated" not in starts.noise_choice.reason
+    real = nc.loo_calibrated
+    favour = iter([0.0, -1.0])  # AUTO_NOISE_MODELS' order: the Gaussian, then the scale head
+
+    def fake(table):
+        rows, best = real(table)
+        return np.full_like(rows, next(favour)) + 0.01 * np.arange(rows.size), best
+
+    monkeypatch.setattr(nc, "loo_calibrated", fake)
+    _, report = fit(data, "y", ["x"], seed=0, progress=False, noise_choice_by="calibrated", **SMALL)
+    assert report.noise_choice.likelihood == "gaussian" and report.noise_choice.calibrated_gain == pytest.approx(-1)
+    assert report.noise_choice.gain == starts.noise_choice.gain  # the raw comparison still favours the scale head
 
 
 def test_too_few_validation_rows_keep_the_gaussian_without_a_choice():

@@ -3,7 +3,8 @@
 An MCMC regression given ``likelihood="auto"`` (:func:`sigmabnn.fitting.spec.auto_noise_choice`) fits
 the MAP starts of each noise model of :data:`sigmabnn.names.AUTO_NOISE_MODELS` and prefers the one whose
 starts predict the validation rows better (the Gaussian unless the other wins by a margin, below). With
-``noise_choice_by="starts"`` (the default) the sampler then runs with that likelihood only, from those starts;
+``noise_choice_by="starts"`` (the default) the sampler then runs with that likelihood only, from those starts
+(``"calibrated"``: the same, judged by the calibrated score below);
 with ``"sampled"`` both models are sampled from their starts and the sampled posteriors decide
 (:mod:`sigmabnn.fitting.sampled_choice`). The candidates:
 
@@ -23,6 +24,10 @@ the paired per-row difference (fit's ``noise_margin``, default :data:`MARGIN_SE`
 many more ways to fit noise than one precision, and on a few dozen rows a small mean gain is noise,
 and choosing it on noise costs far more than it gains (the margin was set on the defaults battery's
 validation rows, ``benchmarks/defaults.py``).
+Calibrated score (``noise_choice_by="calibrated"``): the same rows, each model's noise scale multiplied by the
+factor of :data:`CALIBRATION_FACTORS` that fits the other validation rows best (:func:`loo_calibrated`), so
+that a model is not judged by how closely its MAP networks fit their own training rows; the same margin.
+Both scores are recorded whichever judges.
 With fewer than :data:`sigmabnn.names.MIN_RECALIBRATION_ROWS` validation rows there is nothing to
 choose on and the Gaussian is kept.
 """
@@ -204,11 +209,18 @@ def choose_noise_model(
     gain = rows["hetero_student_t"] - rows["gaussian"]
     se = paired_se(gain)
     margin = spec.model.noise_margin
-    best = "hetero_student_t" if beats(gain, margin) else "gaussian"
+    by_calibrated = spec.model.noise_choice_by == "calibrated"
+    best = "hetero_student_t" if beats(calibrated_gain if by_calibrated else gain, margin) else "gaussian"
     listed = ", ".join(f"{name} {score:.4g}" for name, score in scores.items())
+    judged = f"; chosen above {margin:g} SE)"
+    if by_calibrated:
+        judged = (
+            f"), with the noise scales calibrated leave-one-out {float(np.mean(calibrated_gain)):+.3g} "
+            f"(paired SE {paired_se(calibrated_gain):.3g}; chosen above {margin:g} SE)"
+        )
     reason = (
         f"the MAP starts' mean log density on {n_val} validation rows (nats per row): {listed}; "
-        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.3g}; chosen above {margin:g} SE)"
+        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.3g}{judged}"
     )
     other = next(name for name in AUTO_NOISE_MODELS if name != best)
     return NoiseChoice(

@@ -106,10 +106,12 @@ class ModelSpec(NamedTuple):
             fallback (``"gaussian"``) until the fit replaces it with the choice (:meth:`FitSpec.with_likelihood`).
         noise_margin: with ``noise_choice``, how many paired standard errors the heteroscedastic model's
             validation log density must beat the Gaussian's by to be chosen (:data:`AUTO_NOISE_MARGIN`).
-        noise_choice_by: with ``noise_choice``, ``"starts"`` (the MAP starts judged, one model sampled) or
-            ``"sampled"`` (both models sampled, the one whose posterior predicts the validation rows better kept:
-            :mod:`sigmabnn.fitting.sampled_choice`; about twice the sampling time; a checkpointed run samples the
-            first model in memory, so an interruption there leaves nothing to resume); :data:`AUTO_NOISE_CHOICE_BY`.
+        noise_choice_by: with ``noise_choice``, ``"starts"`` (the MAP starts judged, one model sampled),
+            ``"calibrated"`` (the same starts judged with each model's noise scale set on the other validation rows:
+            :func:`sigmabnn.fitting.noise_choice.loo_calibrated`) or ``"sampled"`` (both models sampled, the one
+            whose posterior predicts the validation rows better kept: :mod:`sigmabnn.fitting.sampled_choice`; about
+            twice the sampling time; a checkpointed run samples the first model in memory, so an interruption there
+            leaves nothing to resume); :data:`AUTO_NOISE_CHOICE_BY`.
         ard: automatic relevance determination: a prior precision per input for the first layer's weights
             (:class:`~sigmabnn.model.priors.GaussianPrior`, ``input_groups``), Gibbs-sampled with the other
             prior precisions (``learn_prior`` true unless given: with ``"auto"`` only where that samples them);
