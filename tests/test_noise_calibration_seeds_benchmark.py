@@ -3,6 +3,9 @@ comparison and the rule that decides."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from tests.conftest import load_benchmark
 
@@ -59,3 +62,29 @@ def test_the_page_leaves_out_records_without_the_calibrated_statistic(bench):
     page = bench.markdown({"records": recs, "runs": []})
     assert "incomplete" in page and page.count("| smooth6d-300 | 60 |") == 1  # the cell with the statistic
     assert "| smooth6d-300 | 61 |" not in page
+
+
+def test_the_docstring_the_readme_and_the_library_follow_the_committed_run(bench):
+    """The run's verdict (not adopted), the numbers the docstring and the README quote, and the library's default."""
+    from sigmabnn.fitting.spec import AUTO_NOISE_CHOICE_BY
+
+    root = Path(__file__).resolve().parents[1]
+    data = json.loads((root / "benchmarks" / "results" / "noise_calibration_seeds.json").read_text())
+    rows = bench.nms.cells(data["records"])
+    assert len(rows) == 43 and all(c["zc"] is not None for c in rows)
+    summary, _ = bench.comparison(rows)
+    assert "today's choice stays" in bench.decide(summary, len(bench.nms.TABLES))
+    assert AUTO_NOISE_CHOICE_BY == "starts"
+    quoted = f"{summary['pooled_ll_difference']:+.4f} (SE {summary['pooled_se']:.4f}), behind on no table"
+    doc = " ".join(bench.__doc__.split())
+    assert f"Pooled LL {quoted}" in doc and summary["behind_on"] == "none"
+    differ = {(c["table"], c["seed"]): c for c in rows if bench.today(c) != bench.picked_calibrated(c)}
+    assert set(differ) == {("steep6d-300", 62), ("bostonHousing", 60)}
+    # the calibrated rule's gain on a cell it changed: the other model's LL minus today's pick's
+    assert f"({-differ['steep6d-300', 62]['ll_difference']:+.3f} nats per row)" in doc
+    assert f"({-differ['bostonHousing', 60]['ll_difference']:+.3f})" in doc
+    right = sum((bench.today(c) == "hetero") == (c["ll_difference"] > 0) for c in rows)
+    assert right == 40 and f"on {right} of {len(rows)} cells" in doc
+    assert summary["oracle_agreement"] == pytest.approx(40 / 43)
+    readme = " ".join((root / "README.md").read_text().split())
+    assert f"scored {summary['pooled_ll_difference']:.4f} nats per row (SE {summary['pooled_se']:.4f})" in readme

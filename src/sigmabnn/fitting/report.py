@@ -273,9 +273,11 @@ class NoiseChoiceSummary(_Section):
         margin: the margin in standard errors the gain had to exceed.
         sampled_val_log_density: with ``noise_choice_by="sampled"``, per candidate, its sampled posterior's mean
             log predictive density on the validation rows (nats per row, original units), which chose.
-        calibrated_gain, calibrated_se: ``gain`` and ``gain_se`` with each model's noise scale calibrated on the
-            validation rows (:func:`sigmabnn.fitting.noise_choice.loo_calibrated`).
-        scale_factors: per candidate, the factor of its MAP starts' noise scale that fits the validation rows best.
+        calibrated_gain, calibrated_se: with ``noise_choice_by="calibrated"``, ``gain`` and ``gain_se`` with each
+            model's noise scale calibrated on the validation rows
+            (:func:`sigmabnn.fitting.noise_choice.loo_calibrated`).
+        scale_factors: with ``"calibrated"``, per candidate, the factor of its MAP starts' noise scale that fits the
+            validation rows best.
     """
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
