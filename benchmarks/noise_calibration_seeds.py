@@ -46,7 +46,7 @@ the calibrated z fell from 3.94 to -0.26 and took the Gaussian (-0.277 nats per 
 where it took the Gaussian too (+0.036). On these fresh training sets today's choice took the Gaussian on all five
 smooth6d-300 cells, so the failure the exploration saw there did not occur, and it picked the better sampled model
 on 40 of 43 cells, as did the calibrated rule. The calibrated score stays an option (``fit(...,
-noise_choice_by="calibrated")``); the library computes it only then (about 0.3 s of compilation per fit), so
+noise_choice_by="calibrated")``); the library computes it only then (its compilation would cost every fit time), so
 this script's arms set it (:data:`ENTRIES`), with forced margins that pick the same fits as the runs recorded
 here, which were made while every choice computed it.
 
