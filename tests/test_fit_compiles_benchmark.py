@@ -24,8 +24,10 @@ def test_summarize_splits_the_seconds_by_thread_and_finds_the_chunk():
     ]
     out = bench.summarize(compiles, "MainThread")
     assert out["num_compilations"] == 3 and out["chunk_ready"] == 9.0
+    assert out["sampler_compile_start"] == 5.0  # the other thread's first compilation: ended at 9 after 4 s
     assert out["calling_thread_seconds"] == pytest.approx(0.75) and out["other_threads_seconds"] == pytest.approx(4.0)
-    assert bench.summarize(compiles[:1], "MainThread")["chunk_ready"] is None
+    alone = bench.summarize(compiles[:1], "MainThread")
+    assert alone["chunk_ready"] is None and alone["sampler_compile_start"] is None
 
 
 def test_an_unknown_table_is_one_line_and_exit_2(tmp_path, capsys):
@@ -43,3 +45,18 @@ def test_threads_summary_compares_the_median_pairs():
     assert out["ratio"] == pytest.approx(1.15 / 2.1)
     text = bench.threads_markdown({"sequential_seconds": [1.0] * 4, **out})
     assert "over 4 pairs" in text and "ratio 0.55" in text
+
+
+def test_the_committed_run_shows_where_the_noise_choice_delays_the_samplers_compilation():
+    """The committed run: without validation rows (no noise choice) the sampler compiles beside the MAP fits, from
+    the fit's first second; with them (smooth6d-300) its compilation starts after the choice's MAP fits."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "fit_compiles.json"
+    cells = {c["table"]: c for c in json.loads(path.read_text())["cells"]}
+    assert set(cells) == {"sin1d-100", "lin2d-120", "smooth6d-300"}
+    for name in ("sin1d-100", "lin2d-120"):
+        assert cells[name]["sampler_compile_start"] < 1.0
+    late = cells["smooth6d-300"]
+    assert late["sampler_compile_start"] > late["seconds"] / 3 and late["chunk_ready"] > late["sampler_compile_start"]
