@@ -203,26 +203,34 @@ def choose_noise_model(
     gain = rows["hetero_student_t"] - rows["gaussian"]
     se = paired_se(gain)
     margin = spec.model.noise_margin
-    judged = f"; chosen above {margin:g} SE)"
-    calibrated = None
+    calibrated, factors = None, None
     if spec.model.noise_choice_by == "calibrated":
-        calibrated = _calibrated_gain(models, positions, tau, val)
-        judged = (
-            f"), with the noise scales calibrated leave-one-out {float(np.mean(calibrated[0])):+.3g} "
-            f"(paired SE {paired_se(calibrated[0]):.3g}; chosen above {margin:g} SE)"
-        )
-    best = "hetero_student_t" if beats(gain if calibrated is None else calibrated[0], margin) else "gaussian"
-    listed = ", ".join(f"{name} {score:.4g}" for name, score in scores.items())
-    reason = (
-        f"the MAP starts' mean log density on {n_val} validation rows (nats per row): {listed}; "
-        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {se:.3g}{judged}"
-    )
+        calibrated, factors = _calibrated_gain(models, positions, tau, val)
+    best = "hetero_student_t" if beats(gain if calibrated is None else calibrated, margin) else "gaussian"
     other = next(name for name in AUTO_NOISE_MODELS if name != best)
-    extra = () if calibrated is None else (float(np.mean(calibrated[0])), paired_se(calibrated[0]), calibrated[1])
     return NoiseChoice(
-        best, scores, np.asarray(positions[best], np.float64), reason, float(np.mean(gain)), se,
-        np.asarray(positions[other], np.float64), *extra,
+        best, scores, np.asarray(positions[best], np.float64), _reason(n_val, scores, gain, calibrated, margin),
+        float(np.mean(gain)), se, np.asarray(positions[other], np.float64),
+        None if calibrated is None else float(np.mean(calibrated)),
+        None if calibrated is None else paired_se(calibrated), factors,
     )  # fmt: skip
+
+
+def _reason(
+    n_val: int, scores: dict[str, float], gain: np.ndarray, calibrated: np.ndarray | None, margin: float
+) -> str:
+    """The one line of :class:`NoiseChoice`: the scores, the gain and, when it judged, the calibrated gain."""
+    listed = ", ".join(f"{name} {score:.4g}" for name, score in scores.items())
+    judged = f"; chosen above {margin:g} SE)"
+    if calibrated is not None:
+        judged = (
+            f"), with the noise scales calibrated leave-one-out {float(np.mean(calibrated)):+.3g} "
+            f"(paired SE {paired_se(calibrated):.3g}; chosen above {margin:g} SE)"
+        )
+    return (
+        f"the MAP starts' mean log density on {n_val} validation rows (nats per row): {listed}; "
+        f"hetero_student_t - gaussian {float(np.mean(gain)):+.3g} (paired SE {paired_se(gain):.3g}{judged}"
+    )
 
 
 def _calibrated_gain(
