@@ -93,13 +93,12 @@ def comparison(cell_rows: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], lis
 
 
 def decide(summary: dict[str, Any] | None, tables: int) -> str:
-    """The module docstring's rule, in words."""
-    if summary is None or summary["tables"] < tables:
+    """The module docstring's rule (``noise_margin_seeds.rule_passed``), in words."""
+    passed, why = nms.rule_passed(summary, tables)
+    if passed is None:
         return "incomplete: not every table has both fits with the calibrated statistic on at least two seeds"
-    ahead = summary["pooled_ll_difference"] > nms.Z * summary["pooled_se"]
-    if ahead and summary["behind_on"] == "none":
+    if passed:
         return f"ahead by more than {nms.Z:g} SE and behind on no table: worth making the default"
-    why = "not ahead by more than 2 SE" if not ahead else f"behind on {summary['behind_on']}"
     return f"{why}: today's choice stays"
 
 

@@ -211,14 +211,24 @@ def decide(per_margin: Sequence[dict[str, Any]], expected_tables: int) -> tuple[
     return CURRENT, f"the best margin, {best['margin']}, is {why}: {CURRENT:g} kept"
 
 
-def decide_sampled(summary: dict[str, Any] | None, margin: float, expected_tables: int) -> str:
-    """The module docstring's rule for ``sampled-val`` against the chosen ``margin``, in words."""
+def rule_passed(summary: dict[str, Any] | None, expected_tables: int) -> tuple[bool | None, str]:
+    """Whether a rule's :func:`rule_rows` summary passes against its base: ahead on the pooled LL by more than
+    :data:`Z` SE and behind on no table. ``(None, "")`` when not every table is in it; else ``(passed, why not)``."""
     if summary is None or summary["tables"] < expected_tables:
-        return "incomplete: not every cell has its sampled fits' validation LL"
+        return None, ""
     ahead = summary["pooled_ll_difference"] > Z * summary["pooled_se"]
     if ahead and summary["behind_on"] == "none":
+        return True, ""
+    return False, "not ahead by more than 2 SE" if not ahead else f"behind on {summary['behind_on']}"
+
+
+def decide_sampled(summary: dict[str, Any] | None, margin: float, expected_tables: int) -> str:
+    """The module docstring's rule for ``sampled-val`` against the chosen ``margin``, in words."""
+    passed, why = rule_passed(summary, expected_tables)
+    if passed is None:
+        return "incomplete: not every cell has its sampled fits' validation LL"
+    if passed:
         return f"ahead of margin {margin_text(margin)} by more than {Z:g} SE and behind on no table: worth its time"
-    why = "not ahead by more than 2 SE" if not ahead else f"behind on {summary['behind_on']}"
     return f"{why} against margin {margin_text(margin)}: not worth sampling both"
 
 
