@@ -143,6 +143,27 @@ def test_bad_settings_raise_value_error():
         fit_mcmc(key, cat, labels, MCMCConfig(learn_noise=True), progress=False)
 
 
+def test_initial_buffer_sets_where_the_first_slow_window_starts():
+    """``MCMCConfig.initial_buffer`` reaches the runner's window schedule (Stan's 75 by default): with 25, the
+    default ChEES warm-up of 300 iterations updates its metric after iterations 49, 99 and 249 instead of 99,
+    149 and 249; the fit option of that name sets it, and a negative one is refused."""
+    from sigmabnn.fitting.spec import build_spec
+    from sigmabnn.mcmc.adaptation import window_schedule
+    from sigmabnn.train.mcmc import run_config_for
+
+    assert run_config_for(MCMCConfig()).initial_buffer == 75
+    run = run_config_for(MCMCConfig(num_warmup=300, initial_buffer=25))
+    ends = np.flatnonzero(window_schedule(run.num_warmup, run.initial_buffer, run.final_buffer, run.first_window)[1])
+    assert ends.tolist() == [49, 99, 249]
+    default = run_config_for(MCMCConfig(num_warmup=300))
+    ends = np.flatnonzero(window_schedule(300, default.initial_buffer, default.final_buffer, default.first_window)[1])
+    assert ends.tolist() == [99, 149, 249]
+    spec = build_spec("y", initial_buffer=25)
+    assert spec.mcmc_config(500, 100).initial_buffer == 25
+    with pytest.raises(ValueError, match="initial_buffer"):
+        run_config_for(MCMCConfig(initial_buffer=-1))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["nuts", "chees"])
 def test_fit_fixed_noise_matches_exact_gaussian_posterior(kernel):

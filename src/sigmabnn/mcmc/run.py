@@ -110,6 +110,11 @@ class RunConfig:
             raise ValueError(f"num_samples must be >= 1, got {self.num_samples}")
         if self.thin < 1:
             raise ValueError(f"thin must be >= 1, got {self.thin}")
+        if min(self.initial_buffer, self.final_buffer) < 0 or self.first_window < 1:
+            raise ValueError(
+                f"initial_buffer and final_buffer must be >= 0 and first_window >= 1, got {self.initial_buffer}, "
+                f"{self.final_buffer} and {self.first_window}"
+            )
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
 

@@ -97,6 +97,8 @@ class MCMCConfig(NamedTuple):
         chees_acceptance: ``"chees"`` only: the statistic of the chains' acceptance probabilities
             its step size's dual averaging targets: ``"harmonic"`` (Hoffman et al.'s harmonic mean),
             ``"mean"`` or ``"harmonic-running"`` (:func:`sigmabnn.mcmc.chees.algorithm`'s ``acceptance``).
+        initial_buffer: warm-up iterations before the first slow window (Stan's initial fast buffer, 75;
+            :func:`sigmabnn.mcmc.adaptation.window_schedule`, which shrinks it to 15 % of a short warm-up).
     """
 
     kernel: str = "nuts"
@@ -117,6 +119,7 @@ class MCMCConfig(NamedTuple):
     noise_from_map: bool = True
     chees_centre: str = "chains"
     chees_acceptance: str = "harmonic"
+    initial_buffer: int = 75
 
 
 class TrainInfo(NamedTuple):
@@ -278,10 +281,12 @@ def algorithm_for(config: MCMCConfig) -> SamplingAlgorithm:
 
 
 def run_config_for(config: MCMCConfig, chunk_size: int = 50) -> RunConfig:
-    """The runner's settings for ``config`` (Stan's default windows, chains split over the devices)."""
+    """The runner's settings for ``config`` (Stan's windows with ``config.initial_buffer``, chains split over the
+    devices)."""
     return RunConfig(
-        num_warmup=config.num_warmup, num_samples=config.num_samples, thin=config.thin, chunk_size=chunk_size
-    )
+        num_warmup=config.num_warmup, num_samples=config.num_samples, thin=config.thin, chunk_size=chunk_size,
+        initial_buffer=config.initial_buffer,
+    )  # fmt: skip
 
 
 def _resolve_learn_noise(bnn: BNN, learn_noise: bool | None) -> bool:
