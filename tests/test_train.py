@@ -152,6 +152,9 @@ def test_initial_buffer_sets_where_the_first_slow_window_starts():
     from sigmabnn.train.mcmc import run_config_for
 
     assert run_config_for(MCMCConfig()).initial_buffer == 75
+    # the default ChEES fit starts its first slow window after 25 iterations; the other kernels keep Stan's 75
+    assert default_config(300, 500, "chees").initial_buffer == 25
+    assert default_config(300, 500, "nuts").initial_buffer == 75
     run = run_config_for(MCMCConfig(num_warmup=300, initial_buffer=25))
     ends = np.flatnonzero(window_schedule(run.num_warmup, run.initial_buffer, run.final_buffer, run.first_window)[1])
     assert ends.tolist() == [49, 99, 249]

@@ -159,9 +159,13 @@ class TrainInfo(NamedTuple):
 #: warm-up, kept draws per chain, and the trajectory cap ``2**max_tree_depth - 1`` leapfrog steps. The warm-up
 #: and cap are those above 512 fitted rows; :func:`default_config` raises them on smaller tables
 #: (:func:`chees_num_warmup`, :func:`chees_max_tree_depth`, which take these as their floors).
-#: Chosen on validation rows of a battery of tables (``benchmarks/defaults.py --phase validate``).
+#: Chosen on validation rows of a battery of tables (``benchmarks/defaults.py --phase validate``); the first
+#: slow window starts after 25 warm-up iterations (``initial_buffer``) instead of Stan's 75, since the chains
+#: start at MAP fits (candidate ``initial-buffer-25`` of ``benchmarks/candidate_seeds.py``, over fresh
+#: training sets; ``benchmarks/results/chees_warmup.md`` has why).
 CHEES_DEFAULTS = {
     "num_chains": 8, "num_warmup": 300, "num_samples": 125, "max_tree_depth": 7, "chees_centre": "within",
+    "initial_buffer": 25,
 }  # fmt: skip
 
 #: The default ChEES trajectory cap's budget: rows x leapfrog steps per iteration (2**18). A small table
@@ -225,7 +229,10 @@ def default_config(n_data: int, num_params: int, kernel: str = "nuts", validatio
     - ``"chees"`` (the library's default method): :data:`CHEES_DEFAULTS`, 8 chains x 125 draws =
       1000 networks after 300 warm-up iterations, at most 127 leapfrog steps per iteration above
       1024 rows, 255 up to 1024 and 511 up to 512 (:func:`chees_max_tree_depth`); up to 256 rows
-      the warm-up is 600 iterations (:func:`chees_num_warmup`). The
+      the warm-up is 600 iterations (:func:`chees_num_warmup`); its first slow window starts after 25
+      iterations, not Stan's 75: the chains start at MAP fits, and where the heteroscedastic model is
+      chosen the iterations before the first metric update hardly move them
+      (``benchmarks/results/chees_warmup.md``). The
       chains share one adapted step size and trajectory length, so they adapt together quickly;
       more chains from separate MAP starts cover more of the posterior's modes than a few long
       ones at the same cost (Sommer et al. 2024, arXiv:2402.01484). The trajectory criterion is
