@@ -198,3 +198,34 @@ def test_the_long_map_candidate_is_no_and_keeps_the_same_starts_where_they_came_
         assert cand["likelihood"] == base["likelihood"] == "gaussian"
         assert abs(cand["test_ll"] - base["test_ll"]) < 0.001
     assert all(t["time_ratio"] > 1.4 for t in tables)
+
+
+def test_the_initial_buffer_candidate_passed_the_rule_at_the_defaults_time(bench):
+    """The docstring's outcome of ``initial-buffer-25``: worth making the default; pooled +0.0144 (SE 0.0046);
+    ahead on sin1d-100, steep6d-300 and energy, behind on none; median time ratios 0.90 to 1.10; and the
+    library's ChEES default now starts its first slow window after 25 iterations."""
+    from sigmabnn.train.mcmc import CHEES_DEFAULTS
+
+    data = bench.defaults.load_results(bench.OUT)
+    _, tables = bench.summarise(data["records"], "initial-buffer-25")
+    assert bench.decide(tables) == "worth making the default" and not bench.over_time(tables)
+    assert all(t["seeds"] == 5 for t in tables) and len(tables) == 6
+    mean, se = bench.pooled(tables)
+    assert round(mean, 4) == 0.0144 and round(se, 4) == 0.0046
+    by = {t["table"]: t for t in tables}
+    ahead = {t for t, r in by.items() if r["ll_verdict"] == "ahead"}
+    assert ahead == {"sin1d-100", "steep6d-300", "energy"}
+    assert round(by["steep6d-300"]["ll_difference"], 4) == 0.0227 and round(by["energy"]["ll_difference"], 4) == 0.0235
+    assert by["sin1d-100"]["rmse_verdict"] == by["steep6d-300"]["rmse_verdict"] == "ahead"
+    assert 0.895 <= min(t["time_ratio"] for t in tables) and max(t["time_ratio"] for t in tables) < 1.105
+    assert CHEES_DEFAULTS["initial_buffer"] == 25
+
+
+def test_the_readme_quotes_the_committed_initial_buffer_run(bench):
+    data = bench.defaults.load_results(bench.OUT)
+    _, tables = bench.summarise(data["records"], "initial-buffer-25")
+    energy = next(t for t in tables if t["table"] == "energy")
+    mean, se = bench.pooled(tables)
+    readme = " ".join((Path(bench.SCRIPT).parents[1] / "README.md").read_text().split())
+    assert f"energy ({energy['ll_difference']:+.4f}, SE {energy['ll_se']:.4f})" in readme
+    assert f"pooled {mean:+.4f}, SE {se:.4f}" in readme
