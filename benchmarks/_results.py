@@ -47,6 +47,22 @@ def parse_shard(text: str) -> tuple[int, int] | None:
     return (i, n) if 0 <= i < n else None
 
 
+def battery_tables(text: str, script: str) -> list[str] | None:
+    """The comma-separated table names of ``text`` (``benchmarks/defaults.py``'s battery and scaling tables);
+    ``None`` after a one-line error on stderr naming the first unknown one (``script``: the error's prefix)."""
+    import sys
+
+    from defaults import BATTERY, SCALING
+
+    names = text.split(",")
+    known = (*BATTERY, *SCALING)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"{script}: unknown table {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+        return None
+    return names
+
+
 def time_interleaved(calls: Sequence[Callable[[], Any]], repeats: int) -> list[list[float]]:
     """Wall seconds of each of ``calls`` over ``repeats`` rounds, the calls in turn within a round (interleaved,
     so a drift of the machine's load falls on all); ``[call][round]``."""

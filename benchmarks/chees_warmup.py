@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, json_subprocess, markdown_table, run_metadata, write  # noqa: E402
+from _results import RESULTS_DIR, battery_tables, finish_metadata, json_subprocess, markdown_table, run_metadata, write  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 TABLES = ("sin1d-100", "lin2d-120", "smooth6d-300", "steep6d-300", "bostonHousing", "energy")
@@ -231,13 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell:
         print(json.dumps(cell(args.cell)))
         return 0
-    from defaults import BATTERY, SCALING
-
-    names = args.tables.split(",")
-    known = (*BATTERY, *SCALING)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        print(f"chees_warmup: unknown table {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+    names = battery_tables(args.tables, "chees_warmup")
+    if names is None:
         return 2
     meta = run_metadata("benchmarks/chees_warmup.py")
     cells = [json_subprocess([sys.executable, str(SCRIPT), "--cell", n], f"chees_warmup {n}") for n in names]

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import RESULTS_DIR, battery_tables, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
 
 TABLES = ("sin1d-100", "lin2d-120", "smooth6d-300")
 COMPILE = re.compile(r"Finished XLA compilation of (.+) in ([0-9.eE+-]+) sec")
@@ -209,13 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cell:
         print(json.dumps(threads_cell() if args.cell == "threads" else cell(args.cell)))
         return 0
-    from defaults import BATTERY, SCALING
-
-    names = args.tables.split(",")
-    known = (*BATTERY, *SCALING)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        print(f"fit_compiles: unknown table {unknown[0]!r}; choose from {', '.join(known)}", file=sys.stderr)
+    names = battery_tables(args.tables, "fit_compiles")
+    if names is None:
         return 2
     meta = run_metadata("benchmarks/fit_compiles.py")
     cells = [run_cell(name) for name in names]
