@@ -118,6 +118,7 @@ def summarise(steps: np.ndarray, step_size: np.ndarray, ends: list[int], sample_
     last_hi = ends[-1] + 1 if ends else w
     trend = sample_ld[:, -TREND_DRAWS:].mean(axis=1) - sample_ld[:, :TREND_DRAWS].mean(axis=1)
     eps, t = adapted
+    slope = _slope(log_t, last_lo, last_hi)
     return {
         "window_ends": [int(e) for e in ends],
         "log_t_start": _edge(log_t, 0, first_end, True),
@@ -126,8 +127,8 @@ def summarise(steps: np.ndarray, step_size: np.ndarray, ends: list[int], sample_
         "log_t_change_at_window_ends": jumps,
         "log_t_change_inside_windows": inside,
         "last_window": [last_lo, last_hi - 1],
-        "slope_last_window": _slope(log_t, last_lo, last_hi),
-        "slope_over_cap": _slope(log_t, last_lo, last_hi) / LEARNING_RATE,
+        "slope_last_window": slope,
+        "slope_over_cap": slope / LEARNING_RATE,
         "step_size_before_first_update": float(np.median(step_size[:first_end])),
         "step_size_after_first_update": float(np.median(step_size[first_end:])) if first_end < w else math.nan,
         "warmup_mean_steps": float(np.mean(steps)),
