@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -45,6 +46,16 @@ def parse_shard(text: str) -> tuple[int, int] | None:
         return None
     i, n = int(parts[0]), int(parts[1])
     return (i, n) if 0 <= i < n else None
+
+
+def tables_parser(description: str, tables: Sequence[str]) -> argparse.ArgumentParser:
+    """The options of a benchmark that fits one table per fresh process: ``--tables`` (default ``tables``),
+    ``--out`` (the results directory) and the hidden ``--cell`` a process is started with."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--tables", default=",".join(tables), help="comma-separated tables of benchmarks/defaults.py")
+    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    p.add_argument("--cell", help=argparse.SUPPRESS)
+    return p
 
 
 def battery_tables(text: str, script: str) -> list[str] | None:

@@ -48,7 +48,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -60,7 +59,15 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, battery_tables, finish_metadata, json_subprocess, markdown_table, run_metadata, write  # noqa: E402
+from _results import (  # noqa: E402
+    battery_tables,
+    finish_metadata,
+    json_subprocess,
+    markdown_table,
+    run_metadata,
+    tables_parser,
+    write,
+)
 
 SCRIPT = Path(__file__).resolve()
 TABLES = ("sin1d-100", "lin2d-120", "smooth6d-300", "steep6d-300", "bostonHousing", "energy")
@@ -224,11 +231,7 @@ def markdown(meta: dict[str, Any], cells: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tables", default=",".join(TABLES), help="comma-separated tables of benchmarks/defaults.py")
-    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
-    p.add_argument("--cell", help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    args = tables_parser(__doc__.splitlines()[0], TABLES).parse_args(argv)
     if args.cell:
         print(json.dumps(cell(args.cell)))
         return 0

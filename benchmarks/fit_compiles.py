@@ -30,7 +30,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import RESULTS_DIR, battery_tables, finish_metadata, markdown_table, run_metadata, write  # noqa: E402
+from _results import battery_tables, finish_metadata, markdown_table, run_metadata, tables_parser, write  # noqa: E402
 
 TABLES = ("sin1d-100", "lin2d-120", "smooth6d-300")
 COMPILE = re.compile(r"Finished XLA compilation of (.+) in ([0-9.eE+-]+) sec")
@@ -201,11 +200,7 @@ def markdown(meta: dict[str, Any], cells: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tables", default=",".join(TABLES), help="comma-separated tables of benchmarks/defaults.py")
-    p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
-    p.add_argument("--cell", help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    args = tables_parser(__doc__.splitlines()[0], TABLES).parse_args(argv)
     if args.cell:
         print(json.dumps(threads_cell() if args.cell == "threads" else cell(args.cell)))
         return 0
