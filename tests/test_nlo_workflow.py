@@ -169,6 +169,24 @@ def test_nlo_sampler_keeps_the_chees_centre_it_was_validated_with():
     assert config.max_tree_depth == cfg.max_tree_depth and config.num_chains == cfg.num_chains
 
 
+def test_nlo_warmup_keeps_the_windows_it_was_validated_with():
+    """The NLO fits keep Stan's 75-iteration initial buffer, so their 100 warm-up iterations get Stan's
+    fallback schedule (one 75-iteration slow window between buffers of 15 and 10), not the default fit's
+    earlier first window, which would make it 25 iterations followed by a 50-iteration buffer."""
+    from sigmabnn.mcmc.adaptation import STAGE_SLOW, window_schedule
+    from sigmabnn.train.mcmc import CHEES_DEFAULTS, run_config_for
+
+    cfg = nlo.recommended_config("1000022,1000022")
+    config = cfg.fit_spec(seed=0).mcmc_config(n_train=1000, num_params=500)
+    assert config.initial_buffer == 75 != CHEES_DEFAULTS["initial_buffer"]
+    run = run_config_for(config)
+    stage, ends = window_schedule(run.num_warmup, run.initial_buffer, run.final_buffer, run.first_window)
+    slow = np.flatnonzero(stage == STAGE_SLOW)
+    assert run.num_warmup == 100 and (slow[0], slow[-1]) == (15, 89) and np.flatnonzero(ends).tolist() == [89]
+    demo = nlo.demo_config().fit_spec(seed=0).mcmc_config(n_train=1000, num_params=500)
+    assert demo.initial_buffer == 75 and demo.num_warmup == 100
+
+
 def test_hetero_student_t_log_prob_and_pit_match_scipy():
     import jax.numpy as jnp
     from scipy import stats

@@ -97,6 +97,13 @@ class NLOConfig(NamedTuple):
         chees_centre: ChEES's criterion centre (:attr:`sigmabnn.train.MCMCConfig.chees_centre`):
             ``"chains"``, the across-chain means the NLO configuration was validated with
             (written out, so a change of the library's default sampler does not change it).
+        initial_buffer: warm-up iterations before the first slow window
+            (:attr:`sigmabnn.train.MCMCConfig.initial_buffer`): Stan's 75, with which the NLO configuration
+            was validated, written out for the same reason. With 100 warm-up iterations Stan's windows do
+            not fit, so the schedule is its fallback (buffers of 15 and 10 iterations, one 75-iteration slow
+            window); the library's default fit starts its first window after 25 iterations (measured at 300
+            and 600), which here would give one 25-iteration slow window and a 50-iteration final buffer,
+            not validated on these fits.
         map_steps, map_learning_rate: Adam pretraining of each chain's start.
         map_lbfgs_steps: L-BFGS iterations polishing each start after Adam
             (:attr:`sigmabnn.map.MAPConfig.lbfgs_steps`; 0: none).
@@ -136,6 +143,7 @@ class NLOConfig(NamedTuple):
     max_tree_depth: int = 5
     num_integration_steps: int = 32
     chees_centre: str = "chains"
+    initial_buffer: int = 75
     map_steps: int = 3000
     map_learning_rate: float = 1e-2
     map_lbfgs_steps: int = 1000
@@ -186,6 +194,7 @@ class NLOConfig(NamedTuple):
             max_tree_depth=self.max_tree_depth,
             num_integration_steps=self.num_integration_steps,
             chees_centre=self.chees_centre,
+            initial_buffer=self.initial_buffer,
             map=self.map_config(),
             recalibrate=self.recalibrate_rows if self.recalibrate else False,
         )
