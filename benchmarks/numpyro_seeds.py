@@ -232,16 +232,18 @@ def run_seed_cells(
     render: Callable[[dict[str, Any]], str],
     argv: list[str] | None,
     new_run: bool = True,
+    redo: Callable[[dict[str, Any]], bool] | None = None,
 ) -> None:
     """Run every (seed, table, method) cell not yet recorded in ``data``, each in a fresh process of
     ``script`` (``--cell``), seed by seed; after each cell, write ``out`` (JSON) and its Markdown page.
-    ``new_run`` false: the cells continue the invocation ``data["runs"]`` ends with (a second pass of it)."""
+    ``new_run`` false: the cells continue the invocation ``data["runs"]`` ends with (a second pass of it).
+    ``redo``: a recorded cell for whose record it is true is run again (its new record replaces it)."""
     if new_run:
         meta = run_metadata(script.name) | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
         data["runs"].append(meta)
     else:
         meta = data["runs"][-1]
-    done = {cell_key(r) for r in data["records"] if r.get("status") == "ok"}
+    done = {cell_key(r) for r in data["records"] if r.get("status") == "ok" and not (redo and redo(r))}
     for seed in seeds:
         for table in tables:
             for method in methods:

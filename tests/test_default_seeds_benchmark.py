@@ -104,6 +104,42 @@ def test_a_run_resumes_runs_the_previous_default_on_energy_only_and_refuses_unkn
         bench.main(["--tables", "nope", "--out", str(out)])
 
 
+def test_refit_stale_refits_only_the_defaults_cells_fitted_with_another_initial_buffer(
+    bench, tmp_path, monkeypatch, no_numpyro
+):
+    from sigmabnn.train.mcmc import CHEES_DEFAULTS
+
+    now = int(CHEES_DEFAULTS["initial_buffer"])
+    assert now != bench.STAN_INITIAL_BUFFER  # the change the option was added for
+    calls = []
+
+    def fake(spec, timeout, log, script):
+        calls.append((spec["table"], spec["seed"], spec["sampler"]))
+        return _rec(spec["table"], spec["seed"], spec["sampler"], 0.70) | {"settings": {"initial_buffer": now}}
+
+    monkeypatch.setattr(bench.defaults, "run_subprocess", fake)
+    old = [_rec("energy", s, "sigmabnn", 0.75) for s in (0, 1)]  # recorded before settings held the buffer
+    old += [_rec("energy", 2, "sigmabnn", 0.66) | {"settings": {"initial_buffer": now}}]
+    old += [_rec("energy", s, "previous-default", 0.8) for s in (0, 1, 2)]
+    assert [bench.stale(r) for r in old] == [True, True, False, False, False, False]
+    out = tmp_path / "seeds.json"
+    out.write_text(json.dumps({"records": old, "runs": []}))
+    args = ["--tables", "energy", "--seeds", "0,1,2", "--out", str(out)]
+    assert bench.main(args) == 0 and calls == []  # without the option a recorded cell is kept
+    assert bench.main(["--table-only", "--out", str(out)]) == 0
+    page = (tmp_path / "seeds.md").read_text()
+    both = ", ".join(str(b) for b in sorted({bench.STAN_INITIAL_BUFFER, now}))
+    assert f"| {both} |" in page and "initial buffer: energy" in page
+    assert bench.main([*args, "--refit-stale"]) == 0
+    assert calls == [("energy", 0, "sigmabnn"), ("energy", 1, "sigmabnn")]
+    data = json.loads(out.read_text())
+    assert len(data["records"]) == 6 and not any(bench.stale(r) for r in data["records"])
+    assert [r["coverage_68"] for r in data["records"] if r["sampler"] == "sigmabnn"] == [0.66, 0.70, 0.70]
+    assert data["summary"]["stale"] == [] and "initial buffer:" not in data["summary"]["text"]
+    assert f"| {now} |" in (tmp_path / "seeds.md").read_text()
+    assert bench.main([*args, "--refit-stale"]) == 0 and len(calls) == 2  # resumable: nothing stale is left
+
+
 def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path, no_numpyro):
     recs = [_rec("lin2d-120", s, "sigmabnn", c) for s, c in enumerate((0.70, 0.67, 0.68))]
     data = {"records": recs, "runs": []}
