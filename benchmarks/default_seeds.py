@@ -39,7 +39,13 @@ iterations instead of Stan's 75: ``initial-buffer-25`` of ``candidate_seeds.md``
 default again on the cells recorded before the change (their settings hold no initial buffer: Stan's 75, the
 only value then) and replaces their records; the rules are unchanged. A table's ``initial buffer`` column says
 which default its cells measured, and the coverage sentence names the tables not yet refitted. The previous
-default's cells and NumPyro's (``numpyro_seeds.py``) are not refitted: they do not depend on the default.
+default's cells and NumPyro's (``numpyro_seeds.py``) are not refitted: they do not depend on the default. The
+replaced records are kept (the JSON's ``replaced``), and the page compares the refit with them on the same rows
+by the rule above for the previous default (per table, the mean per-seed LL and RMSE differences and their
+verdicts; pooled, the mean of the tables' LL differences and its SE ``sqrt(sum SE^2) / tables``, beyond 2 SE to
+count): a second measurement of the change, on the whole battery, after ``candidate_seeds.md``'s six tables.
+The records the first refits (2026-12-07) replaced were restored into ``replaced`` from this file as committed
+at 7d51711, the last commit before them (``--replaced-from`` that file: :func:`restore_replaced`).
 
 Run: ``python benchmarks/default_seeds.py`` (resumable: a recorded cell is not rerun; the default's cells first,
 seed by seed over every table, about 9 minutes a seed on 2 cores, then the previous default's);
@@ -79,6 +85,13 @@ NUMPYRO_INTRO = (
     "`numpyro_seeds.py` (its records in `numpyro_seeds.json`; its tables are those on which NumPyro finishes in "
     "time). The comparison and its rule are `numpyro_seeds.py`'s; it was added after this page's run, from records "
     "both scripts had already made, and no choice reads it."
+)
+#: The replaced records' sampler on the page (:func:`markdown`).
+REPLACED = "replaced"
+REFIT_INTRO = (
+    "The default's cells fitted again with the current default (`--refit-stale`) beside the records they replaced "
+    "(the default before the change: Stan's initial buffer of 75), the same training sets and scoring rows; the "
+    "differences are refit minus replaced. Fitted on different days: the seconds do not compare."
 )
 #: Coverage tolerance of goal (b) (fraction).
 TOLERANCE = 0.03
@@ -241,6 +254,42 @@ def comparison_section(found: Sequence[tuple[str, list[dict[str, Any]]]], label:
     return [line for text, rows in found for line in (f"**{text}** ({goal}).", "", markdown_table(rows, columns), "")]
 
 
+def restore_replaced(data: dict[str, Any], earlier: dict[str, Any]) -> int:
+    """Add to ``data["replaced"]`` the default's scored records of ``earlier`` (an earlier state of this file) that
+    a refit has replaced: a cell whose record in ``data`` has another initial buffer. Returns how many were added
+    (a record already kept is not added again)."""
+    now = {numpyro_seeds.cell_key(r): r for r in data["records"]}
+    kept = {numpyro_seeds.cell_key(r) for r in data.get("replaced", [])}
+    found = [
+        r
+        for r in default_records(earlier["records"])
+        if numpyro_seeds.cell_key(r) in now
+        and numpyro_seeds.cell_key(r) not in kept
+        and initial_buffer(now[numpyro_seeds.cell_key(r)]) != initial_buffer(r)
+    ]
+    data.setdefault("replaced", []).extend(found)
+    return len(found)
+
+
+def refit_summary(found: Sequence[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any] | None:
+    """The refit against the records it replaced, pooled over tables (module docstring): the mean of the tables'
+    mean LL differences, its SE and verdict, and the tables ahead and behind in LL."""
+    rows = [numpyro_seeds.table_differences(seeds[0]["table"], seeds) for _, seeds in found]
+    rows = [r for r in rows if r["ll_se"] is not None]
+    if not rows:
+        return None
+    mean = float(np.mean([r["ll_difference"] for r in rows]))
+    se = float(np.sqrt(sum(r["ll_se"] ** 2 for r in rows)) / len(rows))
+    verdict = "ahead" if mean > numpyro_seeds.Z * se else "behind" if mean < -numpyro_seeds.Z * se else "within noise"
+    ahead = [r["table"] for r in rows if r["ll_verdict"] == "ahead"]
+    behind = [r["table"] for r in rows if r["ll_verdict"] == "behind"]
+    text = (
+        f"LL difference {mean:+.4f} (SE {se:.4f}): {verdict}; ahead in LL on {', '.join(ahead) or 'none'}; "
+        f"behind on {', '.join(behind) or 'none'}"
+    )
+    return {"tables": len(rows), "ll_difference": mean, "ll_se": se, "verdict": verdict, "text": text}
+
+
 def numpyro_records(path: Path = NUMPYRO_FILE) -> list[dict[str, Any]]:
     """NumPyro's records of ``numpyro_seeds.py`` (the same rows per table and seed as here), if its file exists."""
     if not path.exists():
@@ -274,11 +323,19 @@ def markdown(data: dict[str, Any], numpyro_path: Path | None = None) -> str:
         [f"**Coverage over training sets (goal (b))**: {data['summary']['text']}."] if rows else [],
     )
     previous = comparisons(records, PREVIOUS, "the previous default", PREVIOUS_TABLES)
+    replaced = [r | {"sampler": REPLACED} for r in data.get("replaced", [])]
+    refits = comparisons([*records, *replaced], REPLACED, "the records it replaced", TABLES)
+    data["refit"] = refit_summary(refits)
     numpyro_recs = numpyro_records(NUMPYRO_FILE if numpyro_path is None else numpyro_path)
     numpyro = comparisons([*records, *numpyro_recs], defaults.NUMPYRO, "NumPyro", TABLES)
     data["previous"], data["numpyro"] = [t for t, _ in previous], [t for t, _ in numpyro]
     if previous:
         page += "\n## The previous default\n\n" + "\n".join(comparison_section(previous, "previous", "goal (c)"))
+    if refits:
+        page += "\n## The refit against the records it replaced\n\n" + REFIT_INTRO + "\n\n"
+        if data["refit"]:
+            page += f"**Pooled over {data['refit']['tables']} tables**: {data['refit']['text']}.\n\n"
+        page += "\n".join(comparison_section(refits, "replaced", "the initial buffer's change"))
     if numpyro:
         page += "\n## NumPyro\n\n" + NUMPYRO_INTRO + "\n\n"
         page += "\n".join(comparison_section(numpyro, "NumPyro", "goal (d)"))
@@ -294,13 +351,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--default-only", action="store_true", help="fit the default only, not the previous default")
     ap.add_argument("--refit-stale", action="store_true", help="fit the default again where its cell is stale")
+    ap.add_argument("--replaced-from", type=Path, help="keep the records a refit replaced, from an earlier JSON")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.cell:
         print("\n" + json.dumps(numpyro_seeds.run_cell(json.loads(args.cell)), default=defaults._jsonable), flush=True)
         return 0
     data = defaults.load_results(args.out)
-    if args.table_only:
+    if args.replaced_from:
+        if not args.replaced_from.is_file():
+            raise SystemExit(f"--replaced-from: no such file: {args.replaced_from}")
+        added = restore_replaced(data, defaults.load_results(args.replaced_from))
+        print(f"kept {added} replaced record(s) from {args.replaced_from}")
+    if args.table_only or args.replaced_from:
         write(args.out, data, markdown(data))
         return 0
     chosen = defaults.parse_names(args.tables, TABLES, TABLES, "table")

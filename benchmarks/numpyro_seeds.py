@@ -237,7 +237,8 @@ def run_seed_cells(
     """Run every (seed, table, method) cell not yet recorded in ``data``, each in a fresh process of
     ``script`` (``--cell``), seed by seed; after each cell, write ``out`` (JSON) and its Markdown page.
     ``new_run`` false: the cells continue the invocation ``data["runs"]`` ends with (a second pass of it).
-    ``redo``: a recorded cell for whose record it is true is run again (its new record replaces it)."""
+    ``redo``: a recorded cell for whose record it is true is run again (its new record replaces it, and the
+    replaced record is kept in ``data["replaced"]``)."""
     if new_run:
         meta = run_metadata(script.name) | {"command": " ".join(argv if argv is not None else sys.argv[1:])}
         data["runs"].append(meta)
@@ -254,6 +255,9 @@ def run_seed_cells(
                 t0 = time.perf_counter()
                 rec = defaults.run_subprocess(spec, timeout, log, script=script)
                 print(f"{table} seed {seed} {method}: {rec['status']} in {time.perf_counter() - t0:.0f} s", flush=True)
+                old = [r for r in data["records"] if cell_key(r) == cell_key(rec)]
+                if redo:
+                    data.setdefault("replaced", []).extend(r for r in old if r.get("status") == "ok" and redo(r))
                 data["records"] = [r for r in data["records"] if cell_key(r) != cell_key(rec)] + [rec]
                 data["runs"][-1] = finish_metadata(meta)
                 write(out, data, render(data))

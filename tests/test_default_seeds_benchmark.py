@@ -138,6 +138,34 @@ def test_refit_stale_refits_only_the_defaults_cells_fitted_with_another_initial_
     assert data["summary"]["stale"] == [] and "initial buffer:" not in data["summary"]["text"]
     assert f"| {now} |" in (tmp_path / "seeds.md").read_text()
     assert bench.main([*args, "--refit-stale"]) == 0 and len(calls) == 2  # resumable: nothing stale is left
+    data = json.loads(out.read_text())
+    assert [(r["seed"], r["coverage_68"]) for r in data["replaced"]] == [(0, 0.75), (1, 0.75)]  # kept once
+    assert "## The refit against the records it replaced" in (tmp_path / "seeds.md").read_text()
+    assert data["refit"]["tables"] == 1 and data["refit"]["ll_difference"] == pytest.approx(0.0)
+
+
+def test_the_refit_is_compared_with_the_records_it_replaced_restored_from_an_earlier_file(bench, tmp_path, no_numpyro):
+    now = {"settings": {"initial_buffer": 25}}
+    earlier = {"records": [_rec(t, s, "sigmabnn", 0.7, ll=0.5) for t in ("energy", "sin1d-100") for s in (0, 1)]}
+    earlier["records"] += [_rec("energy", 0, "previous-default", 0.7, ll=0.0)]  # not the default's: not kept
+    records = [_rec("energy", s, "sigmabnn", 0.7, ll=ll) | now for s, ll in ((0, 0.6), (1, 0.8))]
+    records += [_rec("sin1d-100", 0, "sigmabnn", 0.7, ll=0.5), _rec("sin1d-100", 1, "sigmabnn", 0.7, ll=0.4) | now]
+    data = {"records": records, "runs": []}
+    assert bench.restore_replaced(data, earlier) == 3  # energy 0 and 1, sin1d-100 1 (its seed 0 is not refitted)
+    assert bench.restore_replaced(data, earlier) == 0  # kept once
+    page = bench.markdown(data)
+    (energy,) = [t for t in page.splitlines() if t.startswith("**energy, the default against the records")]
+    assert "over 2 training sets: LL difference +0.2000 (SE 0.1000): within noise" in energy
+    assert "**sin1d-100, the default against the records it replaced over 1 training sets" in page
+    assert data["refit"] == data["refit"] | {"tables": 1, "verdict": "within noise"}  # one seed: not pooled
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps(earlier))
+    out = tmp_path / "seeds.json"
+    out.write_text(json.dumps({"records": records, "runs": []}))
+    assert bench.main(["--out", str(out), "--replaced-from", str(path)]) == 0
+    assert len(json.loads(out.read_text())["replaced"]) == 3
+    with pytest.raises(SystemExit, match="no such file"):
+        bench.main(["--out", str(out), "--replaced-from", str(tmp_path / "absent.json")])
 
 
 def test_the_defaults_page_quotes_the_summary_of_the_seeds_file(bench, tmp_path, no_numpyro):
