@@ -206,7 +206,11 @@ sin1d-100 (+0.0049, SE 0.0006; RMSE ahead too), steep6d-300 (+0.0227, SE 0.0091;
 (+0.0235, SE 0.0092), within noise on the other three (smooth6d-300 -0.0051, SE 0.0044; bostonHousing +0.041,
 SE 0.024), at a median time ratio of 0.90 to 1.10 per table. It is the library's default since 2026-12-07
 (``sigmabnn.train.mcmc.CHEES_DEFAULTS``; the other kernels keep Stan's 75). Energy's gain is about a quarter of its
-gap to the previous default (goal (c)).
+gap to the previous default (goal (c)). Measured a second time when ``default_seeds.py --refit-stale`` fitted the
+new default on that page's training sets of all fifteen battery tables (2026-12-07, ``default_seeds.md``, against
+the records the refit replaced): ahead on steep6d-300 again (+0.0207, SE 0.0089), behind on none, but the pooled
+gain (+0.0019, SE 0.0022) within noise, sin1d-100's -0.0006 (SE 0.0024) and energy's +0.0066 (SE 0.0041) among it:
+the gain is steep6d-300's, and energy's gap to the previous default there is -0.1009 (SE 0.0295).
 
 Per seed: the LL difference (mean per-row log predictive density of the candidate minus the
 default's, nats) and the RMSE difference. Per table: their means over the seeds, standard errors and
