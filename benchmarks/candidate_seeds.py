@@ -228,7 +228,6 @@ Run: ``python benchmarks/candidate_seeds.py`` (resumable; 30 to 120 s per cell o
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -290,15 +289,8 @@ def summarise(records: Sequence[dict[str, Any]], candidate: str) -> tuple[list[d
     return seeds, tables
 
 
-def pooled(tables: Sequence[dict[str, Any]]) -> tuple[float, float | None]:
-    """The mean of the tables' mean LL differences and its SE (``sqrt(sum SE^2) / tables``)."""
-    means = [t["ll_difference"] for t in tables]
-    ses = [t["ll_se"] for t in tables]
-    if not means:
-        return math.nan, None
-    if any(s is None for s in ses):
-        return float(np.mean(means)), None
-    return float(np.mean(means)), math.sqrt(sum(s * s for s in ses)) / len(ses)
+#: The tables' pooled LL difference (shared with ``default_seeds.py``'s refit comparison).
+pooled = numpyro_seeds.pooled
 
 
 def decide(tables: Sequence[dict[str, Any]], expected: int = len(TABLES)) -> str:

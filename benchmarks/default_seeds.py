@@ -260,13 +260,11 @@ def restore_replaced(data: dict[str, Any], earlier: dict[str, Any]) -> int:
     (a record already kept is not added again)."""
     now = {numpyro_seeds.cell_key(r): r for r in data["records"]}
     kept = {numpyro_seeds.cell_key(r) for r in data.get("replaced", [])}
-    found = [
-        r
-        for r in default_records(earlier["records"])
-        if numpyro_seeds.cell_key(r) in now
-        and numpyro_seeds.cell_key(r) not in kept
-        and initial_buffer(now[numpyro_seeds.cell_key(r)]) != initial_buffer(r)
-    ]
+    found = []
+    for r in default_records(earlier["records"]):
+        key = numpyro_seeds.cell_key(r)
+        if key in now and key not in kept and initial_buffer(now[key]) != initial_buffer(r):
+            found.append(r)
     data.setdefault("replaced", []).extend(found)
     return len(found)
 
@@ -278,8 +276,7 @@ def refit_summary(found: Sequence[tuple[str, list[dict[str, Any]]]]) -> dict[str
     rows = [r for r in rows if r["ll_se"] is not None]
     if not rows:
         return None
-    mean = float(np.mean([r["ll_difference"] for r in rows]))
-    se = float(np.sqrt(sum(r["ll_se"] ** 2 for r in rows)) / len(rows))
+    mean, se = numpyro_seeds.pooled(rows)
     verdict = "ahead" if mean > numpyro_seeds.Z * se else "behind" if mean < -numpyro_seeds.Z * se else "within noise"
     ahead = [r["table"] for r in rows if r["ll_verdict"] == "ahead"]
     behind = [r["table"] for r in rows if r["ll_verdict"] == "behind"]

@@ -129,6 +129,17 @@ def table_differences(table: str, rows: Sequence[dict[str, Any]]) -> dict[str, A
     }  # fmt: skip
 
 
+def pooled(tables: Sequence[dict[str, Any]]) -> tuple[float, float | None]:
+    """The mean of the tables' mean LL differences and its SE (``sqrt(sum SE^2) / tables``)."""
+    means = [t["ll_difference"] for t in tables]
+    ses = [t["ll_se"] for t in tables]
+    if not means:
+        return math.nan, None
+    if any(s is None for s in ses):
+        return float(np.mean(means)), None
+    return float(np.mean(means)), math.sqrt(sum(s * s for s in ses)) / len(ses)
+
+
 def summarise(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(per-seed rows, per-table rows)`` of the records."""
     recs = {cell_key(r): r for r in records}
@@ -255,9 +266,9 @@ def run_seed_cells(
                 t0 = time.perf_counter()
                 rec = defaults.run_subprocess(spec, timeout, log, script=script)
                 print(f"{table} seed {seed} {method}: {rec['status']} in {time.perf_counter() - t0:.0f} s", flush=True)
-                old = [r for r in data["records"] if cell_key(r) == cell_key(rec)]
                 if redo:
-                    data.setdefault("replaced", []).extend(r for r in old if r.get("status") == "ok" and redo(r))
+                    replaced = [r for r in data["records"] if cell_key(r) == cell_key(rec) and r.get("status") == "ok"]
+                    data.setdefault("replaced", []).extend(r for r in replaced if redo(r))
                 data["records"] = [r for r in data["records"] if cell_key(r) != cell_key(rec)] + [rec]
                 data["runs"][-1] = finish_metadata(meta)
                 write(out, data, render(data))
