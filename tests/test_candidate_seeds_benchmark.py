@@ -90,10 +90,24 @@ def test_a_candidate_over_the_time_goal_is_not_made_the_default(bench):
                 "rmse_verdict": "within noise", "seconds_candidate": seconds, "time_limit": limit}  # fmt: skip
 
     fast = [table("a", 30.0) for _ in range(6)]
-    assert bench.decision_text(fast) == "**worth making the default**" and bench.over_time(fast) == []
+    assert bench.decision_text(fast, "warmup-1000") == "**worth making the default**" and bench.over_time(fast) == []
     slow = [*fast[:5], table("energy", 75.0)]
     assert bench.over_time(slow) == ["energy"]
-    assert "over the time goal" in bench.decision_text(slow) and "energy" in bench.decision_text(slow)
+    assert "over the time goal" in bench.decision_text(slow, "warmup-1000")
+    assert "energy" in bench.decision_text(slow, "warmup-1000")
+
+
+def test_a_candidate_of_some_tables_is_judged_on_those_alone(bench):
+    """``ard-gaussian-3-inputs`` changes only the tables of three or more inputs: complete with those four."""
+
+    def table(name):
+        return {"table": name, "ll_difference": 0.1, "ll_se": 0.01, "ll_verdict": "ahead",
+                "rmse_verdict": "within noise", "seconds_candidate": 30.0, "time_limit": 60.0}  # fmt: skip
+
+    four = [table(t) for t in bench.CANDIDATE_TABLES["ard-gaussian-3-inputs"]]
+    assert set(bench.CANDIDATE_TABLES["ard-gaussian-3-inputs"]) < set(bench.TABLES)
+    assert bench.decision_text(four, "ard-gaussian-3-inputs") == "**worth making the default**"
+    assert bench.decision_text(four, "ard-gaussian") == "**incomplete**"  # six tables for the others
 
 
 def test_the_readme_quotes_the_committed_fresh_warmup_run(bench):
