@@ -426,7 +426,7 @@ def test_fit_recalibrates_automatically_on_enough_val_rows_and_the_gate_keeps_on
         )
     # the noise learnt: far closer to calibrated (KS p about 0.04 on the 60 val rows, against 1e-6 above);
     # a gate at p = 0.01 does not keep its map
-    gated, report = fit(table, "y", progress=False, recalibration_gate=0.01, **QUICK_MCMC)
+    gated, report = fit(table, "y", likelihood="gaussian", progress=False, recalibration_gate=0.01, **QUICK_MCMC)
     assert (
         gated.calibration is None
         and "consistent with calibrated intervals" in gated.diagnostics["recalibration_skipped"]
