@@ -21,6 +21,10 @@ fixed before the runs); the ``test`` rows are scored once, for the chosen config
   with the per-layer precisions Gibbs-sampled (``learn_prior``, the library's default for a classifier
   since ``classifier_prior.md``), :data:`NUTS_CANDIDATES`; the
   lower raw val NLL is chosen; the error after the first ``k`` draws of each chain of the chosen run.
+- ``chees``: the library's default fit for a classifier, ``fit(..., likelihood="categorical")`` with no other
+  option (:data:`CHEES`): ChEES-HMC, 8 chains from MAP starts, the per-layer precisions Gibbs-sampled, the
+  default's warm-up, draws and trajectory cap for the rows (:func:`sigmabnn.train.default_config`). One
+  configuration, no grid: what a user who gives no option gets.
 
 Temperature: :func:`sigmabnn.api.fit` fits ``T`` on all val rows and keeps it when it lowers their
 NLL; the final scores use the model as fitted (``test_*``, at that ``T``) and ``T = 1`` (``test_*_raw``).
@@ -113,6 +117,7 @@ VI_METHODS = {"bbb": {}, "bbb_mixture": {"prior": "scale_mixture"}, "flipout": {
 NUTS = {"num_chains": 2, "num_warmup": 200, "num_samples": 100, "max_tree_depth": 7}
 NUTS_CANDIDATES = ({"learn_prior": False}, {"learn_prior": True})  # added to NUTS
 NUTS_DRAWS = (1, 2, 5, 10, 20, 50, 100)
+CHEES: dict[str, Any] = {}  # the library's default fit: no options
 CRITERIA = ("bald", "max_entropy", "variation_ratios", "random")
 SEEDS = tuple(range(10))
 PILOT_SEEDS = (100, 101, 102, 103, 104)
@@ -162,6 +167,7 @@ SMOKE = {
     "VI_METHODS": {"bbb": {}},
     "NUTS": {"num_chains": 2, "num_warmup": 10, "num_samples": 4, "max_tree_depth": 3},
     "NUTS_DRAWS": (1, 4),
+    "CHEES": {"num_chains": 2, "num_warmup": 10, "num_samples": 4, "max_tree_depth": 3},
     "CRITERIA": ("bald", "random"),
     "SEEDS": (0,),
     "PILOT_SEEDS": (100,),
@@ -299,7 +305,7 @@ def progress_part(table, state: State) -> list[dict[str, Any]]:
         if method != "ensemble":
             lr = chosen["learning_rate"]
             records += [{**_unit(table, state, method, lr, e), "chosen": False, "curve": True} for e in EPOCHS]
-    return records + nuts_part(table, state)
+    return records + nuts_part(table, state) + [chees_unit(table, state)]
 
 
 def _first_draws(fitted, k: int):
@@ -334,6 +340,19 @@ def nuts_part(table, state: State) -> list[dict[str, Any]]:
     runs = [_nuts_unit(table, state, extra) for extra in NUTS_CANDIDATES]
     best = min(runs, key=lambda run: run["final"]["val_nll_raw"])
     return best["curve"] + [{**run["final"], "chosen": run is best} for run in runs]
+
+
+def chees_unit(table, state: State) -> dict[str, Any]:
+    """The library's default classifier fit (ChEES with :data:`CHEES`), scored; computed once."""
+    key = f"progress/chees/{json.dumps(CHEES, sort_keys=True)}"
+    rec = state.get(key)
+    if rec is None:
+        fitted, seconds = _fit(table, "chees", dict(CHEES))
+        rec = state.put(key, {"method": "chees", "draws_per_chain": int(fitted.draws.positions.shape[1]),
+                              "chains": int(fitted.draws.positions.shape[0]), "seconds": seconds,
+                              "settings": dict(CHEES), **_scores(fitted, table, rows=True)})  # fmt: skip
+        print(f"{key}: val NLL {rec['val_nll_raw']:.4f} ({seconds:.0f} s)", flush=True)
+    return {**rec, "chosen": True}
 
 
 # ----------------------------------------------------------------------------------------- active learning
@@ -687,6 +706,9 @@ GRID_COLS = [("method", "method", ""), ("learning_rate", "lr", "g"), ("epochs", 
              ("chosen", "chosen", "")]  # fmt: skip
 NUTS_COLS = [("learn_prior", "prior precisions Gibbs-sampled", ""), ("val_nll_raw", "val NLL T=1", ".4f"),
              ("val_error_raw", "val error", ".4f"), ("seconds", "fit s", ".0f"), ("chosen", "chosen", "")]  # fmt: skip
+CHEES_COLS = [("chains", "chains", "d"), ("draws_per_chain", "draws per chain", "d"),
+              ("val_nll_raw", "val NLL T=1", ".4f"), ("val_error_raw", "val error", ".4f"),
+              ("seconds", "fit s", ".0f")]  # fmt: skip
 PILOT_COLS = [("arch", "network", ""), ("activation", "activation", ""),
               ("members", "members", "d"), ("steps", "steps", "d"), ("rule", "batch", ""),
               ("precision", "prior precision", "g"),
@@ -757,6 +779,8 @@ def _markdown(meta, summary, progress, active) -> str:
         "NUTS candidates (val rows choose):", "",
         markdown_table([{**r, "learn_prior": bool(r["settings"].get("learn_prior"))} for r in progress
                         if r["method"] == "nuts" and "seconds" in r], NUTS_COLS), "",
+        "ChEES, the library's default classifier fit (no options; one configuration):", "",
+        markdown_table([r for r in progress if r["method"] == "chees"], CHEES_COLS), "",
         "NUTS (the chosen run), test error (T = 1) after the first k draws of each chain:", "",
         markdown_table([r for r in progress if r["method"] == "nuts" and "seconds" not in r],
                        [("draws_per_chain", "k", "d"), ("test_error_raw", "test error", ".4f"),

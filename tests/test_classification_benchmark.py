@@ -105,7 +105,9 @@ def test_smoke_run_writes_every_record_and_resumes(tmp_path):
     assert all(set(r) >= {"criterion", "seed", "n_labels", "test_error"} for r in active)
     assert sorted({r["n_labels"] for r in active}) == [20, 30, 40]
     assert all("val_error" in r for r in active)
-    assert {r["method"] for r in result["progress"]} >= {"map", "bbb", "ensemble", "nuts"}
+    assert {r["method"] for r in result["progress"]} >= {"map", "bbb", "ensemble", "nuts", "chees"}
+    (chees,) = [r for r in result["progress"] if r["method"] == "chees"]  # the default classifier fit, one run
+    assert chees["chosen"] and chees["draws_per_chain"] == bench.SMOKE["CHEES"]["num_samples"]
     summary = result["summary"]
     assert summary["best_bnn"] != "map" and summary["noise"]["nll_diff_se"] >= 0.0
     for final in summary["final"].values():  # the scores use the temperature api.fit kept (T = 1: the raw scores)
