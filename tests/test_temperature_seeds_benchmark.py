@@ -59,13 +59,28 @@ def test_the_cross_validated_rules_drop_a_temperature_that_only_fits_its_own_row
     assert kept["cv2"] <= 14 and kept["cv5"] <= 14, kept
 
 
+def test_the_pooled_rule_tempers_the_posterior_predictive_as_one_network(bench):
+    rng = np.random.default_rng(2)
+    one_val, one_score = _log_probs(rng, 400, 2.0, members=1), _log_probs(rng, 1000, 2.0, members=1)
+    one = bench.score_rules(*one_val, *one_score, seed=0)
+    assert one["pooled"]["temperature"] == pytest.approx(one["val-nll"]["temperature"], rel=1e-6)
+    assert one["pooled"]["nll"] == pytest.approx(one["val-nll"]["nll"], rel=1e-9)  # one network: the same map
+    soft = _log_probs(rng, 400, 0.5, members=8)  # every network too soft: the mean sharpened, T below 1
+    p = np.exp(soft[0]).mean(axis=0)
+    np.testing.assert_allclose(np.exp(bench.pooled(soft[0]))[0], p, rtol=1e-12)
+    t = bench.rule_temperatures(*soft, seed=0)["pooled"]
+    assert 0.3 < t < 0.8, t
+    assert bench.temperature_nll(bench.pooled(soft[0]), soft[1], t) < bench.temperature_nll(soft[0], soft[1], 1.0)
+
+
 def test_the_choice_is_the_lowest_mean_nll_with_ties_to_the_simpler_rule(bench):
     def rec(nlls):
         return {"rules": {r: {"nll": v} for r, v in zip(bench.RULES, nlls)}}
 
-    assert bench.choose([rec([0.10, 0.09, 0.095, 0.099])])["chosen"] == "val-nll"
-    assert bench.choose([rec([0.10, 0.0995, 0.09, 0.0905])])["chosen"] == "cv2"
-    tie = bench.choose([rec([0.1000, 0.0995, 0.0992, 0.0999]), rec([0.1000, 0.0995, 0.0992, 0.0999])])
+    assert bench.choose([rec([0.10, 0.09, 0.095, 0.099, 0.0905])])["chosen"] == "val-nll"
+    assert bench.choose([rec([0.10, 0.0995, 0.09, 0.0905, 0.0995])])["chosen"] == "cv2"
+    assert bench.choose([rec([0.10, 0.0995, 0.09, 0.0905, 0.088])])["chosen"] == "pooled"
+    tie = bench.choose([rec([0.1000, 0.0995, 0.0992, 0.0999, 0.0991])] * 2)
     assert tie["chosen"] == "none" and tie["nll_minus_none_se"]["cv2"] == 0.0  # within TIE of none
 
 
