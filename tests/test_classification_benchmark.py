@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,3 +119,15 @@ def test_smoke_run_writes_every_record_and_resumes(tmp_path):
     state = (tmp_path / "classification_state.json").read_text()
     assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0  # resumed: nothing is refitted
     assert (tmp_path / "classification_state.json").read_text() == state
+
+
+def test_the_readme_quotes_the_committed_default_classifier_run():
+    """The README's numbers for the default (ChEES) classifier on the digits are the committed run's."""
+    root = Path(__file__).resolve().parents[1]
+    final = json.loads((root / "benchmarks" / "results" / "classification.json").read_text())["summary"]["final"]
+    readme = " ".join((root / "README.md").read_text().split())
+    nll = {m: f"{final[m]['val_nll_raw']:.4f}" for m in ("chees", "ensemble", "nuts")}
+    quoted = f"raw NLL {nll['chees']}, against the deep ensemble's {nll['ensemble']} and NUTS's {nll['nuts']}"
+    assert quoted in readme
+    assert f"lower bound (T = {final['chees']['temperature']:.2f})" in readme
+    assert min(final, key=lambda m: final[m]["val_nll_raw"]) == "ensemble"
