@@ -4,6 +4,7 @@ never read the test rows, each rule's temperature, the pre-set choice, and one r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -101,3 +102,17 @@ def test_a_small_run_records_every_rule_and_resumes(bench, tmp_path):
     assert f"**Chosen rule: `{data['summary']['chosen']}`**" in (tmp_path / "temperature_seeds.md").read_text()
     assert bench.main([*args[:4], "--methods", "nope", "--config", str(config)]) == 2
     assert bench.main([*args[:4], "--shard", "2/2", "--config", str(config)]) == 2  # I must be below N
+
+
+def test_the_readme_quotes_the_committed_run(bench):
+    """The README's numbers for the per-network and pooled rules are those of the committed run."""
+    root = Path(__file__).resolve().parents[1]
+    data = json.loads((root / "benchmarks" / "results" / "temperature_seeds.json").read_text())
+    s, readme = data["summary"], " ".join((root / "README.md").read_text().split())
+    diff, se = s["nll_minus_none"], s["nll_minus_none_se"]
+    assert f"(mean NLL {diff['val-nll']:+.5f} nats, SE {se['val-nll']:.5f})" in readme
+    assert f"scored {diff['pooled']:+.5f} (SE {se['pooled']:.5f})".replace("+", "") in readme.replace("+", "")
+    assert s["chosen"] == "pooled" and len(data["records"]) == 120
+    nuts = {r["rule"]: r for r in bench.per_method(data["records"]) if r["method"] == "nuts"}
+    assert f"from {nuts['none']['nll']:.4f} to {nuts['pooled']['nll']:.4f}" in readme
+    assert f"ECE from {nuts['none']['ece']:.4f} to {nuts['pooled']['ece']:.4f}" in readme
