@@ -295,7 +295,7 @@ def summarise(records: Sequence[dict[str, Any]], candidate: str) -> tuple[list[d
     """``(per-seed rows, per-table rows)``: differences ``candidate`` minus the default."""
     recs = {numpyro_seeds.cell_key(r): r for r in records}
     seeds, tables = [], []
-    for table in [t for t in TABLES if any(k[0] == t for k in recs)]:
+    for table in [t for t in CANDIDATE_TABLES.get(candidate, TABLES) if any(k[0] == t for k in recs)]:
         rows = numpyro_seeds.seed_differences(recs, table, base=candidate, other=DEFAULT)
         seeds += rows
         if not rows:

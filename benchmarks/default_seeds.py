@@ -277,7 +277,7 @@ def refit_summary(found: Sequence[tuple[str, list[dict[str, Any]]]]) -> dict[str
     if not rows:
         return None
     mean, se = numpyro_seeds.pooled(rows)
-    verdict = "ahead" if mean > numpyro_seeds.Z * se else "behind" if mean < -numpyro_seeds.Z * se else "within noise"
+    verdict = numpyro_seeds.judge(mean, se)
     ahead = [r["table"] for r in rows if r["ll_verdict"] == "ahead"]
     behind = [r["table"] for r in rows if r["ll_verdict"] == "behind"]
     text = (

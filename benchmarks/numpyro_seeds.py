@@ -104,6 +104,11 @@ def seed_differences(
     return rows
 
 
+def judge(better: float, se: float) -> str:
+    """``"ahead"``, ``"behind"`` or ``"within noise"``: a difference (positive: better) against ``Z`` times its SE."""
+    return "ahead" if better > Z * se else "behind" if better < -Z * se else "within noise"
+
+
 def verdict(values: Sequence[float], higher_is_better: bool) -> tuple[float, float | None, str]:
     """``(mean, standard error, verdict)`` of per-seed differences (module docstring); one seed: no verdict."""
     v = np.asarray(values, np.float64)
@@ -111,8 +116,7 @@ def verdict(values: Sequence[float], higher_is_better: bool) -> tuple[float, flo
     if v.size < 2:
         return mean, None, "one seed"
     se = float(v.std(ddof=1) / math.sqrt(v.size))
-    better = mean if higher_is_better else -mean
-    return mean, se, "ahead" if better > Z * se else "behind" if better < -Z * se else "within noise"
+    return mean, se, judge(mean if higher_is_better else -mean, se)
 
 
 def table_differences(table: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

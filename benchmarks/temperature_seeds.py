@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import classification as cls  # noqa: E402
@@ -125,8 +126,7 @@ def _cv_keeps(log_p: np.ndarray, codes: np.ndarray, folds: int, seed: int) -> bo
 def pooled(log_p: np.ndarray) -> np.ndarray:
     """The posterior predictive's log-probabilities ``[1, n, K]`` of the networks' ``[T, n, K]``: tempering it as a
     single network is the ``pooled`` rule's map."""
-    top = log_p.max(axis=0)
-    return (top + np.log(np.mean(np.exp(log_p - top), axis=0)))[None]
+    return (logsumexp(log_p, axis=0) - np.log(log_p.shape[0]))[None]
 
 
 def rule_temperatures(log_p: np.ndarray, codes: np.ndarray, seed: int) -> dict[str, float]:
