@@ -52,7 +52,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import classification as cls  # noqa: E402
@@ -69,7 +68,12 @@ from _results import (  # noqa: E402
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import ece  # noqa: E402
 from sigmabnn.predict.classes import network_probabilities  # noqa: E402
-from sigmabnn.temperature import kept_temperature, temperature_nll, tempered_probabilities  # noqa: E402
+from sigmabnn.temperature import (  # noqa: E402
+    kept_temperature,
+    pooled_log_probs,
+    temperature_nll,
+    tempered_probabilities,
+)
 
 METHODS = ("map", "bbb", "bbb_mixture", "flipout", "ensemble", "nuts")
 RULES = ("none", "val-nll", "cv2", "cv5", "pooled")
@@ -123,25 +127,19 @@ def _cv_keeps(log_p: np.ndarray, codes: np.ndarray, folds: int, seed: int) -> bo
     return bool(at_t < at_one)
 
 
-def pooled(log_p: np.ndarray) -> np.ndarray:
-    """The posterior predictive's log-probabilities ``[1, n, K]`` of the networks' ``[T, n, K]``: tempering it as a
-    single network is the ``pooled`` rule's map."""
-    return (logsumexp(log_p, axis=0) - np.log(log_p.shape[0]))[None]
-
-
 def rule_temperatures(log_p: np.ndarray, codes: np.ndarray, seed: int) -> dict[str, float]:
     """Each rule's temperature from the val rows' raw log-probabilities ``[T, n, K]`` and codes ``[n]``."""
     t = kept_temperature(log_p, codes).temperature
     return {"none": 1.0, "val-nll": t, "cv2": t if _cv_keeps(log_p, codes, 2, seed) else 1.0,
             "cv5": t if _cv_keeps(log_p, codes, 5, seed) else 1.0,
-            "pooled": kept_temperature(pooled(log_p), codes).temperature}  # fmt: skip
+            "pooled": kept_temperature(pooled_log_probs(log_p), codes).temperature}  # fmt: skip
 
 
 def score_rules(val_log_p, val_codes, score_log_p, score_codes, seed: int) -> dict[str, dict[str, float]]:
     """Per rule: its temperature and the scoring rows' NLL (nats), ECE and error at it."""
     out = {}
     for rule, t in rule_temperatures(val_log_p, val_codes, seed).items():
-        lp = pooled(score_log_p) if rule == "pooled" else score_log_p
+        lp = pooled_log_probs(score_log_p) if rule == "pooled" else score_log_p
         p = tempered_probabilities(lp, t)
         out[rule] = {"temperature": t, "nll": temperature_nll(lp, score_codes, t),
                      "ece": ece(p, score_codes), "error": float(np.mean(p.argmax(axis=1) != score_codes))}  # fmt: skip

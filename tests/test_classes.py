@@ -45,7 +45,17 @@ def test_an_unseen_label_is_refused():
 
 def test_json_round_trip_and_validation():
     c = ClassLabels(labels=(0, 3, 7), temperature=0.5)
-    assert ClassLabels.from_json(c.to_json()) == c
+    assert c.temperature_map == "pooled" and ClassLabels.from_json(c.to_json()) == c
+    older = ClassLabels.from_json({"labels": [0, 3, 7], "temperature": 0.5})  # a file from before the map was stored
+    assert older.temperature_map == "networks" and older.temperature_text() == "0.5 (on every network's logits)"
+    assert (
+        c.temperature_text() == "0.5 (on the posterior predictive)"
+        and ClassLabels((0, 1)).temperature_text() == "1 (none)"
+    )
+    with pytest.raises(ValueError, match="temperature_map"):
+        ClassLabels.from_json({**c.to_json(), "temperature_map": "logits"})
+    with pytest.raises(ValueError):
+        ClassLabels.from_json({**c.to_json(), "extra": 1})
     with pytest.raises(ValueError):
         ClassLabels.from_json({"labels": [3, 0], "temperature": 1.0})
     with pytest.raises(ValueError):

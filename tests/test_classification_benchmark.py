@@ -116,9 +116,18 @@ def test_smoke_run_writes_every_record_and_resumes(tmp_path):
         assert final["temperature_kept"] or final["test_nll"] == final["test_nll_raw"]
     assert sum(r["chosen"] for r in summary["pilot"]) == 1
     assert (tmp_path / "classification_progress.png").exists() and (tmp_path / "classification_active.png").exists()
+    assert all(final["temperature_map"] == "pooled" for final in summary["final"].values())
     state = (tmp_path / "classification_state.json").read_text()
     assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0  # resumed: nothing is refitted
     assert (tmp_path / "classification_state.json").read_text() == state
+    units = json.loads(state)
+    key = next(k for k in units if k.startswith("progress/map/"))
+    del units[key]["temperature_map"]  # a unit scored before the map was stored is fitted again
+    (tmp_path / "classification_state.json").write_text(json.dumps(units))
+    assert bench.main(["--smoke", "--out", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "classification_state.json").read_text())
+    assert again[key]["temperature_map"] == "pooled"
+    assert all(again[k] == v for k, v in units.items() if k != key)
 
 
 def test_the_readme_quotes_the_committed_default_classifier_run():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,7 +79,7 @@ def test_the_predictive_is_the_mean_of_the_networks_probabilities(ensemble_on_bl
     df = blobs()
     fitted, _ = ensemble_on_blobs
     p = network_probabilities(fitted, df)
-    pred = predict(fitted, df)
+    pred = predict(fitted, df, calibrated=False)  # the untempered posterior (the pooled temperature: below)
     assert p.shape == (3, len(df), 3)
     np.testing.assert_allclose(pred.probabilities, p.mean(axis=0), rtol=1e-12)
     h = -np.sum(p * np.log(p), axis=-1)
@@ -140,18 +143,73 @@ def test_recalibrate_refits_the_temperature_from_arrays_and_keeps_one_that_does_
     the model's; on rows the model already fits well no temperature may make it worse than T = 1."""
     from sigmabnn.api import recalibrate
     from sigmabnn.predict.classes import network_probabilities
-    from sigmabnn.temperature import kept_temperature
+    from sigmabnn.temperature import kept_temperature, pooled_log_probs
 
     fitted, _ = ensemble_on_blobs
     held = blobs(200, seed=9)
     x, labels = held[["a", "b"]].to_numpy(), held["kind"].to_numpy()
-    new = recalibrate(fitted, x, labels)
+    old = dataclasses.replace(fitted, classes=fitted.classes.with_temperature(0.5, "networks"))  # an older file's map
+    new = recalibrate(old, x, labels)
     codes = np.array([fitted.classes.labels.index(v) for v in labels])
     log_p = np.log(np.maximum(network_probabilities(fitted, x, calibrated=False), 1e-300))
-    expected = kept_temperature(log_p, codes)
+    expected = kept_temperature(pooled_log_probs(log_p), codes)
     assert new.classes.temperature == pytest.approx(expected.temperature)
+    assert new.classes.temperature_map == "pooled"
     assert new.classes.labels == fitted.classes.labels and new.report.recalibration.rows == 200
     assert expected.nll <= expected.nll_at_one
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_a_pooled_temperature_tempers_the_posterior_predictive_and_keeps_the_networks_disagreement(
+    ensemble_on_blobs,
+):
+    """The pooled map: ``softmax(log mean_t p_t / T)``; its entropy split in the untempered posterior's
+    proportions of mutual information and expected entropy; ``calibrated=False`` gives ``T = 1``."""
+    fitted, _ = ensemble_on_blobs
+    df = blobs(150, seed=11)
+    p = network_probabilities(fitted, df, calibrated=False)
+    raw = predict(fitted, df, calibrated=False)
+    for t in (0.4, 2.5):
+        model = dataclasses.replace(fitted, classes=fitted.classes.with_temperature(t))
+        pred = predict(model, df)
+        assert pred.temperature_map == "pooled" and pred.temperature == t
+        np.testing.assert_allclose(pred.probabilities, _softmax(np.log(p.mean(axis=0)) / t), rtol=1e-9, atol=1e-300)
+        h = -np.sum(pred.probabilities * np.log(pred.probabilities), axis=-1)
+        np.testing.assert_allclose(pred.entropy, h, rtol=1e-9, atol=1e-14)
+        share = raw.mutual_information / raw.entropy
+        np.testing.assert_allclose(pred.mutual_information, h * share, rtol=1e-9, atol=1e-300)
+        np.testing.assert_allclose(pred.expected_entropy, h * (1 - share), rtol=1e-9, atol=1e-300)
+        np.testing.assert_array_equal(network_probabilities(model, df), p)  # no network is tempered by itself
+        np.testing.assert_array_equal(predict(model, df, calibrated=False).probabilities, raw.probabilities)
+    sharp, soft = (
+        predict(dataclasses.replace(fitted, classes=fitted.classes.with_temperature(t)), df) for t in (0.4, 2.5)
+    )
+    assert sharp.entropy.mean() < raw.entropy.mean() < soft.entropy.mean()
+
+
+def test_a_model_file_without_a_temperature_map_keeps_the_per_network_map(tmp_path, ensemble_on_blobs):
+    """A file written before the map was stored reads as ``"networks"``: ``mean_t softmax(log p_t / T)``, with
+    the entropies of those tempered networks; saved again, it keeps that map."""
+    fitted, _ = ensemble_on_blobs
+    df = blobs(60, seed=12)
+    path = save_model(dataclasses.replace(fitted, classes=fitted.classes.with_temperature(0.7)), tmp_path / "m")
+    header = json.loads((path / "model.json").read_text())
+    assert header["classes"].pop("temperature_map") == "pooled"
+    (path / "model.json").write_text(json.dumps(header))
+    old = load_model(path)
+    assert old.classes.temperature_map == "networks" and old.classes.temperature == 0.7
+    p = network_probabilities(old, df, calibrated=False)
+    tempered = _softmax(np.log(p) / 0.7)
+    np.testing.assert_allclose(network_probabilities(old, df), tempered, rtol=1e-9)
+    pred = predict(old, df)
+    np.testing.assert_allclose(pred.probabilities, tempered.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(pred.expected_entropy, (-np.sum(tempered * np.log(tempered), -1)).mean(0), rtol=1e-9)
+    assert pred.temperature_map == "networks"
+    assert load_model(save_model(old, tmp_path / "again")).classes == old.classes
 
 
 def test_integer_labels_keep_their_values():

@@ -68,10 +68,12 @@ def test_the_pooled_rule_tempers_the_posterior_predictive_as_one_network(bench):
     assert one["pooled"]["nll"] == pytest.approx(one["val-nll"]["nll"], rel=1e-9)  # one network: the same map
     soft = _log_probs(rng, 400, 0.5, members=8)  # every network too soft: the mean sharpened, T below 1
     p = np.exp(soft[0]).mean(axis=0)
-    np.testing.assert_allclose(np.exp(bench.pooled(soft[0]))[0], p, rtol=1e-12)
+    np.testing.assert_allclose(np.exp(bench.pooled_log_probs(soft[0]))[0], p, rtol=1e-12)
     t = bench.rule_temperatures(*soft, seed=0)["pooled"]
     assert 0.3 < t < 0.8, t
-    assert bench.temperature_nll(bench.pooled(soft[0]), soft[1], t) < bench.temperature_nll(soft[0], soft[1], 1.0)
+    assert bench.temperature_nll(bench.pooled_log_probs(soft[0]), soft[1], t) < bench.temperature_nll(
+        soft[0], soft[1], 1.0
+    )
 
 
 def test_the_choice_is_the_lowest_mean_nll_with_ties_to_the_simpler_rule(bench):

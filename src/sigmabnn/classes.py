@@ -11,9 +11,15 @@ values are all strings, or an integer column); a float column is accepted only w
 is a whole number (a column of integers with a missing value reads as float). Anything else,
 and a column with a single class, is a one-line :class:`~sigmabnn.errors.DataError`.
 
-``temperature``: the temperature ``T > 0`` the logits are divided by at prediction (temperature
+``temperature``: the temperature ``T > 0`` of the class probabilities at prediction (temperature
 scaling, Guo et al. 2017, "On calibration of modern neural networks"), fitted on the validation
 rows when it lowers their negative log-likelihood (:mod:`sigmabnn.temperature`); 1 when not.
+``temperature_map``: where it applies. ``"pooled"`` (what a fit stores): to the log of the posterior
+predictive, ``softmax(log(mean_t p_t) / T)`` ("pool, then calibrate", Rahaman & Thiery 2021);
+``"networks"``: to every network's logits before the mean, ``mean_t softmax(f_t / T)``, the map of
+model files written before the field existed, which keep it (a file without the field reads as
+``"networks"``). The two agree for one network; ``benchmarks/results/temperature_seeds.md`` chose
+``"pooled"`` on fresh digits splits.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ import pandas as pd
 
 from sigmabnn.errors import DataError
 
-__all__ = ["ClassLabels", "label_values"]
+__all__ = ["TEMPERATURE_MAPS", "ClassLabels", "label_values"]
+
+#: Where a classifier's temperature applies (module docstring); the first is what a fit stores.
+TEMPERATURE_MAPS = ("pooled", "networks")
 
 
 def label_values(values: Any, what: str = "label") -> np.ndarray:
@@ -67,11 +76,13 @@ class ClassLabels:
     Attributes:
         labels: the ``K >= 2`` distinct labels, sorted; logit ``k`` is ``labels[k]``. All ``int``
             or all ``str``.
-        temperature: the logits' temperature at prediction (module docstring), ``> 0``.
+        temperature: the temperature at prediction (module docstring), ``> 0``.
+        temperature_map: where it applies, one of :data:`TEMPERATURE_MAPS` (module docstring).
     """
 
     labels: tuple[Any, ...]
     temperature: float = 1.0
+    temperature_map: str = TEMPERATURE_MAPS[0]
 
     def __post_init__(self) -> None:
         kinds = {type(v) for v in self.labels}
@@ -81,6 +92,10 @@ class ClassLabels:
             raise ValueError("class labels must be distinct and sorted")
         if not (math.isfinite(self.temperature) and self.temperature > 0):
             raise ValueError(f"temperature must be a positive number, got {self.temperature}")
+        if self.temperature_map not in TEMPERATURE_MAPS:
+            raise ValueError(
+                f"temperature_map must be one of {', '.join(TEMPERATURE_MAPS)}, got {self.temperature_map!r}"
+            )
 
     @property
     def num_classes(self) -> int:
@@ -123,20 +138,40 @@ class ClassLabels:
         """The labels ``[n]`` (object dtype) of integer codes ``[n]``."""
         return np.asarray(self.labels, dtype=object)[np.asarray(codes, dtype=np.int64)]
 
-    def with_temperature(self, temperature: float) -> ClassLabels:
-        return ClassLabels(labels=self.labels, temperature=float(temperature))
+    def temperature_text(self) -> str:
+        """The temperature and where it applies, for reports: e.g. ``"0.83 (on the posterior predictive)"``."""
+        if self.temperature == 1.0:
+            return "1 (none)"
+        where = "the posterior predictive" if self.temperature_map == "pooled" else "every network's logits"
+        return f"{self.temperature:.4g} (on {where})"
+
+    def with_temperature(self, temperature: float, temperature_map: str = TEMPERATURE_MAPS[0]) -> ClassLabels:
+        return ClassLabels(labels=self.labels, temperature=float(temperature), temperature_map=temperature_map)
 
     def to_json(self) -> dict[str, Any]:
-        return {"labels": list(self.labels), "temperature": float(self.temperature)}
+        return {
+            "labels": list(self.labels),
+            "temperature": float(self.temperature),
+            "temperature_map": self.temperature_map,
+        }
 
     @classmethod
     def from_json(cls, d: Any) -> ClassLabels:
-        """Read :meth:`to_json`'s form; ``ValueError`` for anything else."""
-        if not isinstance(d, dict) or set(d) != {"labels", "temperature"} or not isinstance(d["labels"], list):
-            raise ValueError("classes must be {'labels': [...], 'temperature': number}")
+        """Read :meth:`to_json`'s form (without ``temperature_map``: ``"networks"``, a file saved before the
+        field existed); ``ValueError`` for anything else."""
+        keys = {"labels", "temperature"}
+        if (
+            not isinstance(d, dict)
+            or not keys <= set(d) <= keys | {"temperature_map"}
+            or not isinstance(d["labels"], list)
+        ):
+            raise ValueError("classes must be {'labels': [...], 'temperature': number, 'temperature_map': name}")
         if any(isinstance(v, bool) or not isinstance(v, int | str) for v in d["labels"]):
             raise ValueError("class labels must be integers or strings")
         t = d["temperature"]
         if isinstance(t, bool) or not isinstance(t, int | float):
             raise ValueError("temperature must be a number")
-        return cls(labels=tuple(d["labels"]), temperature=float(t))
+        where = d.get("temperature_map", "networks")
+        if not isinstance(where, str):
+            raise ValueError("temperature_map must be a string")
+        return cls(labels=tuple(d["labels"]), temperature=float(t), temperature_map=where)

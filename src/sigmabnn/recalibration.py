@@ -11,8 +11,9 @@ are described there). :func:`sigmabnn.predict.predict` then reads the central in
 ``c`` off the predictive quantiles ``R^{-1}((1 - c) / 2)`` and ``R^{-1}((1 + c) / 2)``; the
 predictive mean and stds are not changed.
 
-A classifier has no intervals: its recalibration refits the temperature of its logits on the held-out
-rows (:mod:`sigmabnn.temperature`), kept only when it lowers their negative log-likelihood.
+A classifier has no intervals: its recalibration refits the temperature of its posterior predictive on the
+held-out rows (:mod:`sigmabnn.temperature`, the pooled map), kept only when it lowers their negative
+log-likelihood; a model with the per-network map of an older file gets the pooled map.
 
 The held-out rows must be independent of the training rows and of the rows the recalibrated
 intervals are judged on: the map is fitted on them, so coverage on the same rows is optimistic.
@@ -412,7 +413,7 @@ def _recalibrate_classifier(
     fitted: FittedModel, data: Any, y: Any, split: str, split_column: str | None
 ) -> FittedModel:
     """A classifier's recalibration: its temperature refitted on the held-out rows (:mod:`sigmabnn.temperature`,
-    kept only when it lowers their NLL below that at ``T = 1``); the old temperature is replaced."""
+    kept only when it lowers their NLL below that at ``T = 1``); the old temperature and its map are replaced."""
     if fitted.classes is None:
         raise InputError("this classifier holds no label set to recalibrate (a model file always does)")
     if y is None:

@@ -1,13 +1,20 @@
 """Temperature scaling of a classifier on held-out rows (Guo et al. 2017, "On calibration of modern
 neural networks").
 
-Every network's logits are divided by one temperature ``T > 0`` before the softmax, and the
-predictive is the mean over the networks of ``softmax(f_t / T)``. ``T`` is chosen to minimise the
-negative log-likelihood of the validation rows: a grid of :data:`GRID_SIZE` log-spaced values on
-``[T_MIN, T_MAX]``, then golden-section search between the grid neighbours of the best one. The
-model keeps ``T`` only when it lowers the validation NLL below that of ``T = 1`` (:func:`fit_temperature`).
-Since ``softmax`` is shift invariant, ``softmax(log p_t / T) = softmax(f_t / T)`` with ``p_t`` the
-networks' probabilities at ``T = 1``, which is what :func:`temperature_nll` takes.
+One temperature ``T > 0`` is applied to the log of the posterior predictive, ``softmax(log(mean_t p_t) / T)``
+with ``p_t`` the networks' class probabilities ("pool, then calibrate", Rahaman & Thiery 2021, "Uncertainty
+quantification and deep ensembles"): the ``"pooled"`` map of :class:`~sigmabnn.classes.ClassLabels`, chosen
+over dividing every network's logits by ``T`` before the mean (the ``"networks"`` map, which older model files
+keep) by the lowest NLL on fresh digits splits (``benchmarks/results/temperature_seeds.md``). The per-network
+map cannot sharpen a posterior whose networks are each too soft: a small ``T`` turns their mean into their votes.
+
+``T`` is chosen to minimise the negative log-likelihood of the validation rows: a grid of :data:`GRID_SIZE`
+log-spaced values on ``[T_MIN, T_MAX]``, then golden-section search between the grid neighbours of the best
+one. The model keeps ``T`` only when it lowers the validation NLL below that of ``T = 1``
+(:func:`fit_temperature`). The search takes log-probabilities ``[T, n, K]`` and scores
+``mean_t softmax(log_probs[t] / T)``: the networks' own for the per-network map (``softmax`` is shift
+invariant, so ``softmax(log p_t / T) = softmax(f_t / T)``), one pooled "network" (:func:`pooled_log_probs`)
+for the pooled map.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import dataclasses
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy.special import logsumexp
 
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
@@ -28,6 +36,7 @@ __all__ = [
     "TemperatureFit",
     "fit_temperature",
     "kept_temperature",
+    "pooled_log_probs",
     "temperature_nll",
     "tempered_probabilities",
 ]
@@ -48,6 +57,13 @@ def tempered_probabilities(log_probs: np.ndarray, temperature: float) -> np.ndar
     z = log_probs / temperature
     p = np.exp(z - z.max(axis=-1, keepdims=True))
     return (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+
+
+def pooled_log_probs(log_probs: np.ndarray) -> np.ndarray:
+    """``log mean_t p_t`` ``[1, n, K]`` of the networks' log-probabilities ``[T, n, K]``: the posterior predictive
+    as one network, what the pooled map's search takes."""
+    log_probs = np.asarray(log_probs, np.float64)
+    return (logsumexp(log_probs, axis=0) - np.log(log_probs.shape[0]))[None]
 
 
 def temperature_nll(log_probs: np.ndarray, y: np.ndarray, temperature: float) -> float:
@@ -75,14 +91,15 @@ def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[FittedModel, TemperatureFit]:
-    """``fitted`` with the temperature that minimises the NLL of ``(x_raw, codes)`` (the validation rows),
-    when that NLL is below the one at ``T = 1``; else ``fitted`` at ``T = 1``. ``codes``: class indices ``[n]``."""
+    """``fitted`` with the pooled temperature that minimises the NLL of ``(x_raw, codes)`` (the validation
+    rows), when that NLL is below the one at ``T = 1``; else ``fitted`` at ``T = 1``. ``codes``: class indices
+    ``[n]``. The model's old temperature and map are replaced (the networks are read at ``T = 1``)."""
     if not fitted.is_classifier or fitted.classes is None:
         raise InputError("temperature scaling applies to classifiers (the categorical likelihood)")
     y = np.asarray(codes, np.int64).reshape(-1)
     log_probs = np.log(np.maximum(network_probabilities(fitted, x_raw, calibrated=False), 1e-300))
-    fit = kept_temperature(log_probs, y)
-    return dataclasses.replace(fitted, classes=fitted.classes.with_temperature(fit.temperature)), fit
+    fit = kept_temperature(pooled_log_probs(log_probs), y)
+    return dataclasses.replace(fitted, classes=fitted.classes.with_temperature(fit.temperature, "pooled")), fit
 
 
 def kept_temperature(log_probs: np.ndarray, y: np.ndarray) -> TemperatureFit:

@@ -91,7 +91,7 @@ def test_recalibrate_refits_a_classifiers_temperature_on_held_out_rows(trained, 
     the same search) replaces the old one when it beats T = 1; ``info`` shows it; the rule's refusals."""
     from sigmabnn.io.model_file import load_model
     from sigmabnn.predict.classes import network_probabilities
-    from sigmabnn.temperature import kept_temperature
+    from sigmabnn.temperature import kept_temperature, pooled_log_probs
 
     held = blobs(120, seed=5)
     labels = held["kind"].to_numpy().copy()
@@ -105,11 +105,14 @@ def test_recalibrate_refits_a_classifiers_temperature_on_held_out_rows(trained, 
     t = fitted.classes.temperature
     codes = np.array([fitted.classes.labels.index(v) for v in labels])
     log_p = np.log(np.maximum(network_probabilities(load_model(trained / "model"), held, calibrated=False), 1e-300))
-    assert t == pytest.approx(kept_temperature(log_p, codes).temperature) and t > 1.0  # softened
+    assert t == pytest.approx(kept_temperature(pooled_log_probs(log_p), codes).temperature) and t > 1.0  # softened
     assert f"temperature T = {t:.3g}" in printed and "recalibrated on 120 rows (all)" in printed
     assert main(["info", str(new)]) == 0
     shown = " ".join(capsys.readouterr().out.split())
-    assert f"logit temperature {t:.4g} (fitted on 120 rows)" in shown and "classes ant, bee, cat (3)" in shown
+    assert (
+        f"temperature {t:.4g} (on the posterior predictive), fitted on 120 rows" in shown
+        and "classes ant, bee, cat (3)" in shown
+    )
     one_line_exit_2(capsys, ["recalibrate", str(trained / "model"), str(trained / "held.csv"), "-o", str(new),
                              "--rows", "loo"], "held-out rows")  # fmt: skip
     held.head(10).to_csv(trained / "few.csv", index=False)

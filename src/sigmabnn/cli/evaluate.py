@@ -73,7 +73,7 @@ CLASS_ROWS = (
     ("ece", "ECE (15 equal-width bins)"),
     ("mean_entropy", "mean entropy (total)"),
     ("mean_mutual_information", "mean mutual information"),
-    ("temperature", "logit temperature"),
+    ("temperature", "temperature"),
 )
 
 

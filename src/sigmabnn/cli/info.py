@@ -137,17 +137,19 @@ def summary_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _class_rows(info: dict[str, Any], report: FitReport) -> list[tuple[str, Any]]:
-    """A classifier's labels and logit temperature (with the rows it was fitted on), else nothing."""
+    """A classifier's labels and temperature (with the rows it was fitted on), else nothing."""
     classes = info.get("classes")
     if not classes:
         return []
     labels = ", ".join(map(str, classes["labels"]))
     rec = report.recalibration
-    t = float(classes["temperature"])
+    from sigmabnn.classes import ClassLabels
+
+    t = ClassLabels.from_json(classes).temperature_text()
     split = None if rec is None else rec.extra.get("split", "validation")  # "all": every row of the table given
     kind = "" if split in (None, "all") else f" {split}"
-    where = f" (fitted on {rec.rows}{kind} rows)" if rec is not None and rec.rows else ""
-    return [("classes", f"{labels} ({len(classes['labels'])})"), ("logit temperature", f"{t:.4g}{where}")]
+    where = f", fitted on {rec.rows}{kind} rows" if rec is not None and rec.rows else ""
+    return [("classes", f"{labels} ({len(classes['labels'])})"), ("temperature", f"{t}{where}")]
 
 
 def run(args: argparse.Namespace) -> int:

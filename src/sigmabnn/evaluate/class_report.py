@@ -116,7 +116,7 @@ def _markdown(fitted: Any, metrics: dict[str, dict[str, Any]], images: list[dict
     ]  # fmt: skip
     lines = [f"# {title}", "", f"Classifier `{fitted.target_name}` ({len(fitted.classes.labels)} classes, "
              f"{fitted.num_networks} networks, method {fitted.method}) scored on {source}.", ""]  # fmt: skip
-    lines += [f"Logit temperature: {fitted.classes.temperature:.4g} (1 = none; fitted on the validation rows).", ""]
+    lines += [f"Temperature: {fitted.classes.temperature_text()}; fitted on the validation rows.", ""]
     lines += ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for label, key, fmt in rows:
         lines.append(f"| {label} | " + " | ".join(fmt(metrics[s][key]) for s in names) + " |")

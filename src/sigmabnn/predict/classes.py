@@ -1,7 +1,6 @@
 """The predictive distribution of a classifier: class probabilities and the split of their uncertainty.
 
-For ``T`` networks with class probabilities ``p_t(x) = softmax(f_t(x) / tau)`` (``tau`` the model's
-temperature, 1 unless fitted, :mod:`sigmabnn.temperature`), at every point:
+For ``T`` networks with class probabilities ``p_t(x) = softmax(f_t(x))``, at every point:
 
 - ``probabilities = mean_t p_t`` ``[n, K]``: the posterior predictive, averaged over the networks;
 - ``predicted``: its most probable class (the first of ties);
@@ -9,6 +8,18 @@ temperature, 1 unless fitted, :mod:`sigmabnn.temperature`), at every point:
 - ``expected_entropy = mean_t H[p_t]`` (aleatoric: what every network is unsure of);
 - ``mutual_information = entropy - expected_entropy`` (epistemic: the networks' disagreement; the
   BALD score of Houlsby et al. 2011 and Gal, Islam & Ghahramani 2017), clipped at 0 against rounding.
+
+With a fitted temperature ``tau != 1`` (:mod:`sigmabnn.temperature`; ``calibrated=False`` ignores it):
+
+- the ``"pooled"`` map (what a fit stores): ``probabilities = softmax(log(mean_t p_t) / tau)``, ``entropy``
+  its entropy. The temperature corrects the predictive as a whole, not any one network, so there are no
+  tempered networks to split it with: the tempered total is split in the untempered posterior's proportions,
+  ``mutual_information = entropy * s`` and ``expected_entropy = entropy * (1 - s)`` with ``s`` the untempered
+  mutual information over the untempered entropy (0 where that is 0). The parts stay non-negative and sum to
+  the total. The acquisition scores (:mod:`sigmabnn.acquisition`) read the untempered networks, as does
+  ``calibrated=False``.
+- the ``"networks"`` map (model files written before the pooled map): every ``p_t`` is
+  ``softmax(f_t / tau)`` and the definitions above hold as written.
 
 The networks run as in the regression path: a model's networks on the device in groups
 (:func:`~sigmabnn.predict.device.device_model`), a ``lax.scan`` over the groups inside one jitted
@@ -40,6 +51,7 @@ __all__ = [
     "class_probabilities",
     "entropy",
     "network_probabilities",
+    "pooled_temperature",
     "predict_classes",
 ]
 
@@ -59,11 +71,12 @@ class ClassPrediction(NamedTuple):
         expected_entropy: ``[n]`` float64 mean entropy of the networks (aleatoric, nats).
         mutual_information: ``[n]`` float64 their difference (epistemic, BALD, nats).
         num_networks: networks averaged over.
-        temperature: the logits' temperature used.
+        temperature: the temperature used (1 for none).
         domain_distance: ``[n]`` float64 distance of each point from the training inputs, as for a regression
             (:class:`~sigmabnn.data.domain.Domain`), or ``None`` for a model without a stored domain.
         in_domain: ``[n]`` bool, ``domain_distance`` within the threshold fitted on the training rows: outside,
             the class probabilities (and the BALD score) are extrapolations; ``None`` without a domain.
+        temperature_map: where the temperature applied, ``"pooled"`` or ``"networks"`` (module docstring).
     """
 
     labels: tuple[Any, ...]
@@ -77,6 +90,7 @@ class ClassPrediction(NamedTuple):
     temperature: float
     domain_distance: np.ndarray | None = None
     in_domain: np.ndarray | None = None
+    temperature_map: str = "pooled"
 
     def columns(self) -> dict[str, np.ndarray]:
         """The per-row columns ``sigmabnn predict`` writes: ``prob_<label>``, the summaries, then ``in_domain``
@@ -148,7 +162,8 @@ def _prepared(fitted: FittedModel, x_raw: Any, calibrated: bool) -> tuple[np.nda
         raise InputError("class probabilities need a classifier (a model trained with the categorical likelihood)")
     x = feature_matrix_for(fitted, x_raw)
     z = fitted.x_transform.forward(x, dtype=fitted.bnn.dtype)
-    temperature = fitted.classes.temperature if calibrated else 1.0
+    per_network = calibrated and fitted.classes.temperature_map == "networks"
+    temperature = fitted.classes.temperature if per_network else 1.0
     return z, device_model(fitted).params, jnp.asarray(1.0 / temperature, jnp.float64)
 
 
@@ -162,7 +177,9 @@ def network_probabilities(
 ) -> np.ndarray:
     """Every network's class probabilities ``p_t`` ``[T, n, K]`` float64 (memory ``T n K`` floats).
 
-    What the acquisition scores (:mod:`sigmabnn.acquisition.classification`) take.
+    What the acquisition scores (:mod:`sigmabnn.acquisition.classification`) take. ``calibrated`` divides
+    the logits by the temperature of the ``"networks"`` map; a pooled temperature applies to the networks'
+    mean, not to any one of them, so under that map the networks' probabilities are the untempered ones.
     """
     z, params, inv_t = _prepared(fitted, x_raw, calibrated)
     fn = _per_network_fn(fitted.bnn, fitted.num_networks)
@@ -174,8 +191,32 @@ def network_probabilities(
 def class_probabilities(
     fitted: FittedModel, x_raw: Any, *, chunk_size: int = CLASS_CHUNK, calibrated: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean_t p_t [n, K], mean_t H[p_t] [n])`` float64, chunk by chunk."""
-    return _moments(fitted, *_prepared(fitted, x_raw, calibrated), chunk_size)
+    """``(probabilities [n, K], expected_entropy [n])`` float64 as :func:`predict_classes` defines them."""
+    p, _, exp_h, _ = _summaries(fitted, _prepared(fitted, x_raw, calibrated), chunk_size, calibrated)
+    return p, exp_h
+
+
+def _summaries(fitted: FittedModel, prepared: tuple, chunk_size: int, calibrated: bool) -> tuple[Any, Any, Any, Any]:
+    """``(probabilities, entropy, expected_entropy, mutual_information)`` (module docstring) from what
+    :func:`_prepared` gives."""
+    p, exp_h = _moments(fitted, *prepared, chunk_size)
+    h = entropy(p)
+    mi = np.maximum(h - exp_h, 0.0)
+    classes = fitted.classes
+    if calibrated and classes.temperature_map == "pooled" and classes.temperature != 1.0:
+        share = np.divide(mi, h, out=np.zeros_like(h), where=h > 0)  # the epistemic share, untempered
+        p = pooled_temperature(p, classes.temperature)
+        h = entropy(p)
+        exp_h, mi = h * (1.0 - share), h * share
+    return p, h, exp_h, mi
+
+
+def pooled_temperature(p: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(log p / T)`` over the last axis of probabilities ``p`` ``[..., K]`` (float64; a zero stays 0)."""
+    with np.errstate(divide="ignore"):
+        z = np.log(np.asarray(p, np.float64)) / temperature
+    q = np.exp(z - z.max(axis=-1, keepdims=True))
+    return q / q.sum(axis=-1, keepdims=True)
 
 
 def _moments(fitted: FittedModel, z: np.ndarray, params: Any, inv_t: Array, chunk_size: int) -> tuple[Any, Any]:
@@ -207,9 +248,8 @@ def predict_classes(
     Raises:
         InputError: a regression model; DataError: bad features.
     """
-    z, params, inv_t = _prepared(fitted, x_raw, calibrated)
-    p, exp_h = _moments(fitted, z, params, inv_t, chunk_size)
-    h = entropy(p)
+    prepared = _prepared(fitted, x_raw, calibrated)
+    p, h, exp_h, mi = _summaries(fitted, prepared, chunk_size, calibrated)
     index = np.argmax(p, axis=1) if p.shape[0] else np.zeros(0, np.int64)
     classes = fitted.classes
     return ClassPrediction(
@@ -219,8 +259,9 @@ def predict_classes(
         predicted_index=index.astype(np.int64),
         entropy=h,
         expected_entropy=exp_h,
-        mutual_information=np.maximum(h - exp_h, 0.0),
+        mutual_information=mi,
         num_networks=int(fitted.num_networks),
         temperature=float(classes.temperature if calibrated else 1.0),
-        **domain_columns(fitted, z),
+        **domain_columns(fitted, prepared[0]),
+        temperature_map=classes.temperature_map,
     )

@@ -2,7 +2,7 @@
 
 Trains a classifier of ``digit`` from the 64 pixels on the fixed training rows of
 :func:`sigmabnn.datasets.load_digits` (the validation rows early-stop the networks and fit the
-logit temperature), saves the model, scores the test rows once (accuracy, NLL, ECE over 15
+temperature), saves the model, scores the test rows once (accuracy, NLL, ECE over 15
 equal-width bins) and writes the classification report: a reliability diagram per split and the
 most and least certain test digits drawn as images
 (:func:`sigmabnn.evaluate.class_report.classification_report`).
