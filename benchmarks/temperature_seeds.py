@@ -37,6 +37,11 @@ the choice. Records: ``method``, ``config`` (the configuration fitted, as ``clas
 it then), ``seed``, ``seconds``, ``temperature`` (fitted on all val rows) and per rule ``nll``, ``ece``,
 ``error`` and ``temperature`` on the scoring rows.
 
+Every rule's search is :func:`sigmabnn.temperature.kept_temperature`. Since the committed run (2026-12-07) it
+refuses a minimum at the search's lower bound (``T = 1`` is kept there); in that run no ``pooled`` temperature
+was at the bound (the lowest was 0.376), so the choice and the ``pooled`` scores are the same under it, while
+``val-nll``'s NUTS temperatures, at the bound on 13 of 20 splits (and no other fit's), would now be 1.
+
 Run: ``python benchmarks/temperature_seeds.py --workdir DIR`` (resumable: one JSON per fit in
 ``DIR``; about 35 minutes on one core, most of it NUTS, or two shards side by side); ``--seeds``,
 ``--methods`` and ``--shard I/N`` (fits whose seed plus method index is ``I`` mod ``N``) select a part.

@@ -138,6 +138,18 @@ def test_the_temperature_is_kept_only_when_it_lowers_the_validation_nll():
         assert extra["val_nll"] < extra["val_nll_at_temperature_1"]
 
 
+def test_validation_rows_that_are_all_right_keep_no_temperature(ensemble_on_blobs):
+    """Well separated blobs: every val row is classified right, the NLL falls to the search's lower bound, and
+    T = 1 is kept (not T_MIN); the diagnosis says why."""
+    from sigmabnn.evaluate.diagnose import _temperature_sentence
+
+    fitted, report = ensemble_on_blobs
+    extra = report.recalibration.extra
+    assert extra["temperature_at_lower_bound"] and fitted.classes.temperature == 1.0
+    assert extra["val_nll"] == extra["val_nll_at_temperature_1"] > 0
+    assert "do not determine a temperature" in _temperature_sentence(report.recalibration)
+
+
 def test_recalibrate_refits_the_temperature_from_arrays_and_keeps_one_that_does_not_help(ensemble_on_blobs):
     """``recalibrate(fitted, x, labels)``: the temperature of :func:`kept_temperature` on those rows replaces
     the model's; on rows the model already fits well no temperature may make it worse than T = 1."""

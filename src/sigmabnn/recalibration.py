@@ -436,5 +436,6 @@ def _recalibrate_classifier(
     summary = {
         "rows_kind": "temperature", "rows": len(x), "heldout_rows": len(x), "split": name,
         "temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one,
+        "temperature_at_lower_bound": fit.at_lower_bound,
     }  # fmt: skip
     return new.with_diagnostics(recalibration=summary)

@@ -10,8 +10,13 @@ map cannot sharpen a posterior whose networks are each too soft: a small ``T`` t
 
 ``T`` is chosen to minimise the negative log-likelihood of the validation rows: a grid of :data:`GRID_SIZE`
 log-spaced values on ``[T_MIN, T_MAX]``, then golden-section search between the grid neighbours of the best
-one. The model keeps ``T`` only when it lowers the validation NLL below that of ``T = 1``
-(:func:`fit_temperature`). The search takes log-probabilities ``[T, n, K]`` and scores
+one. The model keeps ``T`` only when it lowers the validation NLL below that of ``T = 1`` and the minimum
+is not at the lower bound ``T_MIN`` (:func:`kept_temperature`). At that bound the NLL was still falling as
+``T`` sharpened the predictive, as it does when every validation row is already classified right: the rows
+do not determine ``T``, and ``T_MIN`` would multiply the log-probabilities' gaps by 100, so that one later
+mistake would cost hundreds of nats. The upper bound is kept: softening toward uniform is the cautious side.
+
+The search takes log-probabilities ``[T, n, K]`` and scores
 ``mean_t softmax(log_probs[t] / T)``: the networks' own for the per-network map (``softmax`` is shift
 invariant, so ``softmax(log p_t / T) = softmax(f_t / T)``), one pooled "network" (:func:`pooled_log_probs`)
 for the pooled map.
@@ -30,6 +35,7 @@ from sigmabnn.fitted import FittedModel
 from sigmabnn.predict.classes import network_probabilities
 
 __all__ = [
+    "BOUND_TOLERANCE",
     "GRID_SIZE",
     "T_MAX",
     "T_MIN",
@@ -42,14 +48,19 @@ __all__ = [
 ]
 
 T_MIN, T_MAX, GRID_SIZE = 0.01, 20.0, 81
+#: The minimum is at the lower bound when the NLL at ``T_MIN`` is within this many nats of it (the NLL can
+#: flatten to 0 in float64 before ``T_MIN``, so the search may stop anywhere on that flat stretch).
+BOUND_TOLERANCE = 1e-9
 
 
 class TemperatureFit(NamedTuple):
-    """The search's result: the best ``temperature`` and the validation NLL at it and at ``T = 1`` (nats)."""
+    """The search's result: the kept ``temperature`` (1 when none), the validation NLL at it and at ``T = 1``
+    (nats), and whether the search's minimum was at the lower bound ``T_MIN`` (then ``T = 1`` is kept)."""
 
     temperature: float
     nll: float
     nll_at_one: float
+    at_lower_bound: bool = False
 
 
 def tempered_probabilities(log_probs: np.ndarray, temperature: float) -> np.ndarray:
@@ -104,8 +115,11 @@ def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[Fitted
 
 def kept_temperature(log_probs: np.ndarray, y: np.ndarray) -> TemperatureFit:
     """The temperature minimising the NLL of ``mean_t softmax(log_probs[t] / T)`` at codes ``y`` ``[n]`` when
-    it is below the NLL at ``T = 1``, else 1; ``log_probs`` ``[T, n, K]`` (the networks' raw log-probabilities)."""
+    that NLL is below the one at ``T = 1`` and the minimum is not at ``T_MIN`` (module docstring), else 1;
+    ``log_probs`` ``[T, n, K]`` (the networks' raw log-probabilities)."""
     at_one = temperature_nll(log_probs, y, 1.0)
     best, nll = _search(log_probs, y)
-    temperature = best if nll < at_one else 1.0
-    return TemperatureFit(temperature=temperature, nll=min(nll, at_one), nll_at_one=at_one)
+    at_bound = temperature_nll(log_probs, y, T_MIN) <= nll + BOUND_TOLERANCE  # no higher at T_MIN: no minimum inside
+    kept = nll < at_one and not at_bound
+    return TemperatureFit(temperature=best if kept else 1.0, nll=nll if kept else at_one, nll_at_one=at_one,
+                          at_lower_bound=bool(at_bound))  # fmt: skip

@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         rec = new.report.recalibration.extra
         t = rec["temperature"]
         what = f"temperature T = {t:.3g}" if t != 1.0 else "no temperature lowered their NLL: T = 1 kept"
+        if rec.get("temperature_at_lower_bound") and t == 1.0:
+            what = "their NLL kept falling to the search's lower bound, which the rows do not determine: T = 1 kept"
         print(
             f"recalibrated on {new.report.recalibration.rows} rows ({rec['split']}): {what} (NLL "
             f"{rec['val_nll_at_temperature_1']:.4g} at T = 1, {rec['val_nll']:.4g} now); model written to {out}",

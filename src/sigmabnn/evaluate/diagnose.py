@@ -139,6 +139,12 @@ def _temperature_sentence(recal: Any) -> str:
     t = None if recal is None else recal.extra.get("temperature")
     if t is None or not recal.rows:
         return "Its class probabilities are not temperature-scaled (no validation rows)."
+    if float(t) == 1.0 and recal.extra.get("temperature_at_lower_bound"):
+        return (
+            f"On its {recal.rows} validation rows the NLL kept falling as the temperature sharpened the class "
+            "probabilities to the search's bound (as when every row is classified right), so the rows do not "
+            "determine a temperature; the probabilities are kept as sampled (T = 1)."
+        )
     if float(t) == 1.0:
         return (
             f"On its {recal.rows} validation rows no temperature lowered the NLL of the mixture's class "

@@ -183,7 +183,8 @@ def _temperature(fitted: FittedModel, data: PreparedData) -> tuple[FittedModel, 
     fitted, fit = fit_temperature(fitted, val.x, val.y.astype(np.int64))
     summary = RecalibrationSummary(
         rows_kind="temperature", rows=int(val.n), heldout_rows=int(val.n),
-        extra={"temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one},
+        extra={"temperature": fit.temperature, "val_nll": fit.nll, "val_nll_at_temperature_1": fit.nll_at_one,
+               "temperature_at_lower_bound": fit.at_lower_bound},
     )  # fmt: skip
     return fitted, summary
 

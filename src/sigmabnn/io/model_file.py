@@ -12,8 +12,10 @@ Layout of a model directory::
                  optionally "domain" (the training domain's metric, k,
                  threshold and quantile; see sigmabnn.data.domain; absent in
                  files saved before it existed),
-                 "classes" for a classifier (sorted labels and temperature,
-                 sigmabnn.classes; required with the categorical likelihood),
+                 "classes" for a classifier (sorted labels, temperature and
+                 temperature_map, sigmabnn.classes; required with the
+                 categorical likelihood; a file without temperature_map
+                 reads as "networks", the map it was fitted with),
                  and "arrays": the manifest
                  name -> {"shape": [...], "dtype": "float64"}
     arrays.npz   one .npy member per manifest entry (uncompressed; never pickled):
