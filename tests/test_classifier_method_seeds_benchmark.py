@@ -4,6 +4,7 @@ paired splits, and one resumable, sharded run of a cheap stand-in for the fits."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +56,18 @@ def test_a_sharded_run_resumes_and_writes_the_page(bench, tmp_path, monkeypatch)
     assert data["summary"]["chosen"] == "ensemble" and data["summary"]["seeds"] == [1, 2, 3]
     assert "**Chosen: `ensemble`**" in (out / "classifier_method_seeds.md").read_text()
     assert bench.main([*args, "--shard", "2/2"]) == 2
+
+
+def test_the_readme_quotes_the_committed_run():
+    """The README's numbers for the default classifier method are those of the committed run."""
+    root = Path(__file__).resolve().parents[1]
+    s = json.loads((root / "benchmarks" / "results" / "classifier_method_seeds.json").read_text())["summary"]
+    readme = " ".join((root / "README.md").read_text().split())
+    m, d = s["means"], s["ensemble_minus_chees"]["nll"]
+    assert (
+        f"mean NLL of {m['chees']['nll']:.4f} on fresh rows against the deep ensemble's {m['ensemble']['nll']:.4f}"
+        in readme
+    )
+    assert f"(ensemble minus ChEES {d['mean']:+.4f}, SE {d['se']:.4f})" in readme
+    assert f"in {m['chees']['seconds']:.0f} s per fit against the ensemble's {m['ensemble']['seconds']:.0f} s" in readme
+    assert s["chosen"] == "chees" and len(s["seeds"]) == 20
