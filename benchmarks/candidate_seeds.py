@@ -240,7 +240,8 @@ time goal, and the defaults battery's test phase scoring it once) only when it i
 LL by more than 2 SE and behind on no table in LL or RMSE. Otherwise the default stays as it is.
 
 Run: ``python benchmarks/candidate_seeds.py`` (resumable; 30 to 120 s per cell on 2 cores);
-``--candidates``, ``--tables``, ``--seeds`` select a part; ``--table-only`` rewrites the Markdown.
+``--candidates``, ``--tables``, ``--seeds`` select a part (``--tables`` defaults to the candidates' own
+:data:`CANDIDATE_TABLES` when each has them); ``--table-only`` rewrites the Markdown.
 """
 
 from __future__ import annotations
@@ -394,7 +395,17 @@ def main(argv: list[str] | None = None) -> int:
     chosen = defaults.parse_names(known.candidates, tuple(CANDIDATES), tuple(CANDIDATES), "candidate")
     methods = (DEFAULT, *chosen)
     description = __doc__.split("\n")[0]
-    return numpyro_seeds.seeds_cli(rest, description, TABLES, methods, OUT, SCRIPT, markdown, SEEDS, TIMEOUT)
+    return numpyro_seeds.seeds_cli(
+        rest, description, TABLES, methods, OUT, SCRIPT, markdown, SEEDS, TIMEOUT, judged_tables(chosen)
+    )
+
+
+def judged_tables(candidates: Sequence[str]) -> tuple[str, ...]:
+    """The tables a run of ``candidates`` needs by default: their :data:`CANDIDATE_TABLES` when every one has
+    them (in :data:`TABLES`' order), else all of :data:`TABLES`."""
+    if not candidates or any(c not in CANDIDATE_TABLES for c in candidates):
+        return TABLES
+    return tuple(t for t in TABLES if any(t in CANDIDATE_TABLES[c] for c in candidates))
 
 
 if __name__ == "__main__":

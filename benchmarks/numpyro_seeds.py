@@ -288,11 +288,13 @@ def seeds_cli(
     render: Callable[[dict[str, Any]], str],
     seeds: Sequence[int] = SEEDS,
     timeout: float = TIMEOUT,
+    default_tables: Sequence[str] | None = None,
 ) -> int:
-    """The command line of a seeds benchmark: ``--tables``, ``--seeds``, ``--timeout``, ``--out``,
-    ``--table-only`` (rewrite the Markdown from the JSON) and the child's hidden ``--cell``."""
+    """The command line of a seeds benchmark: ``--tables`` (any of ``tables``; default ``default_tables``, else
+    all), ``--seeds``, ``--timeout``, ``--out``, ``--table-only`` (rewrite the Markdown from the JSON) and the
+    child's hidden ``--cell``."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--tables", default=",".join(tables))
+    ap.add_argument("--tables", default=",".join(tables if default_tables is None else default_tables))
     ap.add_argument("--seeds", default=",".join(map(str, seeds)))
     ap.add_argument("--timeout", type=float, default=timeout)
     ap.add_argument("--out", type=Path, default=out)

@@ -108,6 +108,21 @@ def test_a_candidate_of_some_tables_is_judged_on_those_alone(bench):
     assert set(bench.CANDIDATE_TABLES["ard-gaussian-3-inputs"]) < set(bench.TABLES)
     assert bench.decision_text(four, "ard-gaussian-3-inputs") == "**worth making the default**"
     assert bench.decision_text(four, "ard-gaussian") == "**incomplete**"  # six tables for the others
+    assert bench.judged_tables(["ard-gaussian-3-inputs"]) == bench.CANDIDATE_TABLES["ard-gaussian-3-inputs"]
+    assert bench.judged_tables(["ard-gaussian-3-inputs", "ard"]) == bench.TABLES
+
+
+def test_a_run_of_a_candidate_of_some_tables_runs_those_by_default(bench, tmp_path, monkeypatch):
+    calls = []
+
+    def fake(spec, timeout, log, script):
+        calls.append(spec["table"])
+        return _rec(spec["table"], spec["seed"], spec["sampler"], 0.1, 0.5)
+
+    monkeypatch.setattr(bench.defaults, "run_subprocess", fake)
+    out = tmp_path / "c.json"
+    assert bench.main(["--seeds", "0", "--out", str(out), "--candidates", "ard-gaussian-3-inputs"]) == 0
+    assert sorted(set(calls)) == sorted(bench.CANDIDATE_TABLES["ard-gaussian-3-inputs"]) and len(calls) == 8
 
 
 def test_the_readme_quotes_the_committed_fresh_warmup_run(bench):
