@@ -158,10 +158,9 @@ def fit(
             validation rows better, else ``"gaussian"`` (:mod:`sigmabnn.fitting.noise_choice`; the report's
             ``noise_choice``); other fits take ``"gaussian"``. ``"categorical"``: a classifier of the target's
             integer or string labels, any method (:class:`~sigmabnn.classes.ClassLabels`: the sorted label set
-            stored in the model; one logit per class; a temperature on the log of the posterior predictive
-            fitted on the validation rows when it lowers their NLL (:mod:`sigmabnn.temperature`); no noise,
-            log-target, baseline or recalibration options; ``predict`` then returns a
-            :class:`~sigmabnn.predict.classes.ClassPrediction`).
+            stored in the model; one logit per class; a temperature fitted on the validation rows,
+            :mod:`sigmabnn.temperature`; no noise, log-target, baseline or recalibration options; ``predict``
+            then returns a :class:`~sigmabnn.predict.classes.ClassPrediction`).
         noise_df: degrees of freedom of the Student-t noise (> 2; default 4).
         dtype: ``"float64"``, ``"float32"`` or ``None`` (:func:`~sigmabnn.fitting.spec.auto_dtype`).
         progress: progress bars on stderr.

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from sigmabnn.classes import ClassLabels
 from sigmabnn.cli import common
 from sigmabnn.fitting.report import FitReport
 from sigmabnn.names import ENSEMBLE_METHODS, VI_METHODS
@@ -143,8 +144,6 @@ def _class_rows(info: dict[str, Any], report: FitReport) -> list[tuple[str, Any]
         return []
     labels = ", ".join(map(str, classes["labels"]))
     rec = report.recalibration
-    from sigmabnn.classes import ClassLabels
-
     t = ClassLabels.from_json(classes).temperature_text()
     split = None if rec is None else rec.extra.get("split", "validation")  # "all": every row of the table given
     kind = "" if split in (None, "all") else f" {split}"

@@ -68,8 +68,9 @@ class ClassPrediction(NamedTuple):
         predicted: ``[n]`` object, the most probable class's label.
         predicted_index: ``[n]`` int64, its column.
         entropy: ``[n]`` float64 total predictive entropy (nats).
-        expected_entropy: ``[n]`` float64 mean entropy of the networks (aleatoric, nats).
-        mutual_information: ``[n]`` float64 their difference (epistemic, BALD, nats).
+        expected_entropy: ``[n]`` float64 mean entropy of the networks (aleatoric, nats; under a pooled
+            temperature, its share of the tempered entropy: module docstring).
+        mutual_information: ``[n]`` float64 their difference (epistemic, BALD, nats; the same).
         num_networks: networks averaged over.
         temperature: the temperature used (1 for none).
         domain_distance: ``[n]`` float64 distance of each point from the training inputs, as for a regression
