@@ -221,6 +221,8 @@ def test_a_model_file_without_a_temperature_map_keeps_the_per_network_map(tmp_pa
     np.testing.assert_allclose(pred.probabilities, tempered.mean(axis=0), rtol=1e-9)
     np.testing.assert_allclose(pred.expected_entropy, (-np.sum(tempered * np.log(tempered), -1)).mean(0), rtol=1e-9)
     assert pred.temperature_map == "networks"
+    scored = evaluate_classifier(old, df, df["kind"])
+    assert scored["temperature_map"] == "networks" and scored["temperature"] == 0.7
     assert load_model(save_model(old, tmp_path / "again")).classes == old.classes
 
 

@@ -180,6 +180,7 @@ def classification_report(
             figures.append(target / "certain.png")
         text = _markdown(fitted, metrics, images, title or f"Classification report: {fitted.target_name}", source)
         (tmp / "report.md").write_text(text, encoding="utf-8")
-        out = {"splits": metrics, "temperature": fitted.classes.temperature, "certain": images}
+        out = {"splits": metrics, "temperature": fitted.classes.temperature,
+               "temperature_map": fitted.classes.temperature_map, "certain": images}  # fmt: skip
         atomic_write_json(tmp / "metrics.json", to_jsonable(out))
     return ClassReport(target, target / "report.md", metrics, tuple(figures))

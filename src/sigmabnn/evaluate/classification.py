@@ -146,7 +146,8 @@ def labels_for(fitted: FittedModel, y_raw: Any, n: int) -> np.ndarray:
 
 
 def evaluate_classifier(fitted: FittedModel, x_raw: Any, y_raw: Any, *, calibrated: bool = True) -> dict[str, Any]:
-    """Score a classifier on labelled rows: :func:`classification_summary` plus ``target`` and ``temperature``;
+    """Score a classifier on labelled rows: :func:`classification_summary` plus ``target``, ``temperature`` and
+    ``temperature_map`` (:class:`~sigmabnn.classes.ClassLabels`);
     for a model with a stored training domain also ``"domain"``, as for a regression
     (:func:`sigmabnn.evaluate.metrics.evaluate`): ``threshold``, ``n_in``, ``n_out`` and the summary of the
     rows inside (``"in"``) and outside (``"out"``) it, a part without rows left out."""
@@ -155,6 +156,7 @@ def evaluate_classifier(fitted: FittedModel, x_raw: Any, y_raw: Any, *, calibrat
     out = {
         "target": fitted.target_name,
         "temperature": pred.temperature,
+        "temperature_map": pred.temperature_map,
         **classification_summary(pred.probabilities, codes, pred),
     }
     if pred.in_domain is not None:
