@@ -32,7 +32,7 @@ from scipy.special import logsumexp
 
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.predict.classes import network_probabilities
+from sigmabnn.predict.classes import class_probabilities
 
 __all__ = [
     "BOUND_TOLERANCE",
@@ -108,8 +108,8 @@ def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[Fitted
     if not fitted.is_classifier or fitted.classes is None:
         raise InputError("temperature scaling applies to classifiers (the categorical likelihood)")
     y = np.asarray(codes, np.int64).reshape(-1)
-    log_probs = np.log(np.maximum(network_probabilities(fitted, x_raw, calibrated=False), 1e-300))
-    fit = kept_temperature(pooled_log_probs(log_probs), y)
+    mean, _ = class_probabilities(fitted, x_raw, calibrated=False)  # chunked: memory n K, not T n K
+    fit = kept_temperature(np.log(np.maximum(mean, 1e-300))[None], y)
     return dataclasses.replace(fitted, classes=fitted.classes.with_temperature(fit.temperature, "pooled")), fit
 
 
