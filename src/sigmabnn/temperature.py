@@ -103,8 +103,9 @@ def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[FittedModel, TemperatureFit]:
     """``fitted`` with the pooled temperature that minimises the NLL of ``(x_raw, codes)`` (the validation
-    rows), when that NLL is below the one at ``T = 1``; else ``fitted`` at ``T = 1``. ``codes``: class indices
-    ``[n]``. The model's old temperature and map are replaced (the networks are read at ``T = 1``)."""
+    rows), when that NLL is below the one at ``T = 1`` and not at the search's lower bound
+    (:func:`kept_temperature`); else ``fitted`` at ``T = 1``. ``codes``: class indices ``[n]``. The model's old
+    temperature and map are replaced (the networks are read at ``T = 1``)."""
     if not fitted.is_classifier or fitted.classes is None:
         raise InputError("temperature scaling applies to classifiers (the categorical likelihood)")
     y = np.asarray(codes, np.int64).reshape(-1)
