@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +112,25 @@ def write_text_atomic(path: Path, text: str) -> None:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """``data`` as indented JSON at ``path``, written then renamed."""
     write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def run_units(
+    workdir: Path, units: Sequence[tuple[str, int, int]], shard: tuple[int, int], fit: Callable[[str, int], Any]
+) -> list[dict[str, Any]] | None:
+    """Resumable, sharded fits, one JSON per unit in ``workdir``: each ``(name, seed, index)`` of ``units`` whose
+    ``seed + index`` is ``I`` mod ``N`` (``shard = (I, N)``) and whose ``{name}-{seed}.json`` is missing is
+    fitted by ``fit(name, seed)`` (a record) and written. Unsharded (``N == 1``): every record in ``workdir``;
+    sharded: ``None`` (another invocation, unsharded, gathers them)."""
+    i, n = shard
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name, seed, index in units:
+        path = workdir / f"{name}-{seed}.json"
+        if (seed + index) % n != i or path.exists():
+            continue
+        t0 = time.perf_counter()
+        write_json(path, fit(name, seed))
+        print(f"{name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+    return None if n > 1 else [json.loads(p.read_text()) for p in sorted(workdir.glob("*.json"))]
 
 
 def machine(load_start: tuple[float, ...], **versions: str) -> dict[str, Any]:

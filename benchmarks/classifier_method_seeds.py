@@ -24,7 +24,6 @@ once without it to write ``results/classifier_method_seeds.{json,md}``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -40,8 +39,8 @@ from _results import (  # noqa: E402
     markdown_table,
     parse_shard,
     run_metadata,
+    run_units,
     write,
-    write_json,
 )
 from numpyro_seeds import Z, judge  # noqa: E402
 from sigmabnn.api import fit  # noqa: E402
@@ -119,20 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     if shard is None:
         print(SHARD_ERROR.format(args.shard), file=sys.stderr)
         return 2
-    i, n = shard
     meta = run_metadata("benchmarks/classifier_method_seeds.py")
-    args.workdir.mkdir(parents=True, exist_ok=True)
     digits = load_digits()
-    for seed in args.seeds:
-        for k, method in enumerate(METHODS):
-            path = args.workdir / f"{method}-{seed}.json"
-            if (seed + k) % n != i or path.exists():
-                continue
-            write_json(path, fit_once(digits, method, seed))
-            print(f"{method} seed {seed}: done", flush=True)
-    if n > 1:
+    units = [(method, seed, k) for seed in args.seeds for k, method in enumerate(METHODS)]
+    records = run_units(args.workdir, units, shard, lambda method, seed: fit_once(digits, method, seed))
+    if records is None:
         return 0
-    records = [json.loads(p.read_text()) for p in sorted(args.workdir.glob("*.json"))]
     records = [r for r in records if r["seed"] in args.seeds]
     data = {"meta": finish_metadata(meta), "summary": summarise(records), "records": records}
     write(args.out / "classifier_method_seeds.json", data, markdown(data))

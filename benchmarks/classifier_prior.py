@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +40,8 @@ from _results import (  # noqa: E402
     markdown_table,
     parse_shard,
     run_metadata,
+    run_units,
     write,
-    write_json,
 )
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import evaluate_classifier  # noqa: E402
@@ -119,21 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     if shard is None:
         print(SHARD_ERROR.format(args.shard), file=sys.stderr)
         return 2
-    i, n = shard
     meta = run_metadata("benchmarks/classifier_prior.py")
-    args.workdir.mkdir(parents=True, exist_ok=True)
     digits = load_digits()
-    for seed in range(args.seeds):
-        for j, variant in enumerate(VARIANTS):
-            path = args.workdir / f"{variant}-{seed}.json"
-            if (seed + j) % n != i or path.exists():
-                continue
-            t0 = time.perf_counter()
-            write_json(path, fit_once(digits, variant, seed, args.settings))
-            print(f"{variant} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-    if n > 1:
+    units = [(variant, seed, j) for seed in range(args.seeds) for j, variant in enumerate(VARIANTS)]
+    records = run_units(args.workdir, units, shard, lambda v, seed: fit_once(digits, v, seed, args.settings))
+    if records is None:
         return 0
-    records = [json.loads(p.read_text()) for p in sorted(args.workdir.glob("*.json"))]
     records = [r for r in records if r["seed"] < args.seeds]
     data = {"meta": finish_metadata(meta), "summary": summarise(records), "records": records}
     write(args.out / "classifier_prior.json", data, markdown(data))

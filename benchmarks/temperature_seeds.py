@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +66,8 @@ from _results import (  # noqa: E402
     markdown_table,
     parse_shard,
     run_metadata,
+    run_units,
     write,
-    write_json,
 )
 from sigmabnn.datasets import load_digits  # noqa: E402
 from sigmabnn.evaluate.classification import ece  # noqa: E402
@@ -242,10 +241,6 @@ def markdown(data: dict[str, Any]) -> str:
     ])  # fmt: skip
 
 
-def _load(workdir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(workdir.glob("*.json"))]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, required=True)
@@ -263,22 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     if shard is None:
         print(SHARD_ERROR.format(args.shard), file=sys.stderr)
         return 2
-    i, n = shard
     configs = configurations(args.config)
     meta = run_metadata("benchmarks/temperature_seeds.py")
-    args.workdir.mkdir(parents=True, exist_ok=True)
     digits = load_digits()
-    units = [(seed, m) for seed in range(args.seeds) for m in args.methods if m in configs]
-    for seed, method in units:
-        path = args.workdir / f"{method}-{seed}.json"
-        if (seed + METHODS.index(method)) % n != i or path.exists():
-            continue
-        t0 = time.perf_counter()
-        write_json(path, fit_once(digits, method, configs[method], seed))
-        print(f"{method} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-    if n > 1:
+    units = [(m, seed, METHODS.index(m)) for seed in range(args.seeds) for m in args.methods if m in configs]
+    records = run_units(args.workdir, units, shard, lambda m, seed: fit_once(digits, m, configs[m], seed))
+    if records is None:
         return 0
-    records = [r for r in _load(args.workdir) if r["method"] in args.methods and r["seed"] < args.seeds]
+    records = [r for r in records if r["method"] in args.methods and r["seed"] < args.seeds]
     n_rows = int((digits.split != "test").sum())
     data = {"meta": finish_metadata(meta), "n_rows": n_rows, "summary": choose(records), "records": records}
     write(args.out / "temperature_seeds.json", data, markdown(data))
