@@ -40,19 +40,8 @@ def test_ard_shrinks_the_inputs_the_target_does_not_depend_on(tmp_path, capsys):
     # the training summary of `sigmabnn train --ard` ranks them too
     data = tmp_path / "t.csv"
     df.to_csv(data, index=False)
-    argv = [
-        "train",
-        str(data),
-        "--target",
-        "y",
-        "--ard",
-        "--likelihood",
-        "gaussian",
-        "--warmup",
-        "150",
-        "--draws",
-        "30",
-    ]
+    argv = ["train", str(data), "--target", "y", "--ard", "--likelihood", "gaussian"]
+    argv += ["--warmup", "150", "--draws", "30"]  # the API fit's: its compiled functions serve
     assert main([*argv, "--out", str(tmp_path / "cli")]) == 0
     assert "input relevance" in capsys.readouterr().out
     plain, _ = sigmabnn.fit(df, "y", method="mh", num_warmup=20, num_samples=5, progress=False)

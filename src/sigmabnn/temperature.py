@@ -32,7 +32,7 @@ from scipy.special import logsumexp
 
 from sigmabnn.errors import InputError
 from sigmabnn.fitted import FittedModel
-from sigmabnn.predict.classes import class_probabilities
+from sigmabnn.predict.classes import class_probabilities, tempered_softmax
 
 __all__ = [
     "BOUND_TOLERANCE",
@@ -65,9 +65,7 @@ class TemperatureFit(NamedTuple):
 
 def tempered_probabilities(log_probs: np.ndarray, temperature: float) -> np.ndarray:
     """``mean_t softmax(log_probs[t] / T)`` ``[n, K]`` of the networks' log-probabilities ``[T, n, K]``."""
-    z = log_probs / temperature
-    p = np.exp(z - z.max(axis=-1, keepdims=True))
-    return (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
+    return tempered_softmax(log_probs, temperature).mean(axis=0)
 
 
 def pooled_log_probs(log_probs: np.ndarray) -> np.ndarray:
@@ -84,7 +82,8 @@ def temperature_nll(log_probs: np.ndarray, y: np.ndarray, temperature: float) ->
     return float(-np.mean(np.log(np.maximum(p[np.arange(y.size), y], 1e-300))))
 
 
-def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """``(T, its NLL, the NLL at T_MIN)``: the grid's best refined by golden section (module docstring)."""
     grid = np.exp(np.linspace(np.log(T_MIN), np.log(T_MAX), GRID_SIZE))
     values = [temperature_nll(log_probs, y, t) for t in grid]
     i = int(np.argmin(values))
@@ -98,7 +97,9 @@ def _search(log_probs: np.ndarray, y: np.ndarray) -> tuple[float, float]:
             lo = a
     best = float(np.exp(0.5 * (lo + hi)))
     nll = temperature_nll(log_probs, y, best)
-    return (best, nll) if nll <= values[i] else (float(grid[i]), float(values[i]))
+    if nll > values[i]:
+        best, nll = float(grid[i]), float(values[i])
+    return best, nll, float(values[0])
 
 
 def fit_temperature(fitted: FittedModel, x_raw: Any, codes: Any) -> tuple[FittedModel, TemperatureFit]:
@@ -119,8 +120,8 @@ def kept_temperature(log_probs: np.ndarray, y: np.ndarray) -> TemperatureFit:
     that NLL is below the one at ``T = 1`` and the minimum is not at ``T_MIN`` (module docstring), else 1;
     ``log_probs`` ``[T, n, K]`` (the networks' raw log-probabilities)."""
     at_one = temperature_nll(log_probs, y, 1.0)
-    best, nll = _search(log_probs, y)
-    at_bound = temperature_nll(log_probs, y, T_MIN) <= nll + BOUND_TOLERANCE  # no higher at T_MIN: no minimum inside
+    best, nll, at_min = _search(log_probs, y)
+    at_bound = at_min <= nll + BOUND_TOLERANCE  # no higher at T_MIN: no minimum inside
     kept = nll < at_one and not at_bound
     return TemperatureFit(temperature=best if kept else 1.0, nll=nll if kept else at_one, nll_at_one=at_one,
                           at_lower_bound=bool(at_bound))  # fmt: skip

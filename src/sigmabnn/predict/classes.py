@@ -53,6 +53,7 @@ __all__ = [
     "network_probabilities",
     "pooled_temperature",
     "predict_classes",
+    "tempered_softmax",
 ]
 
 #: Points per chunk of a classifier's prediction.
@@ -215,7 +216,12 @@ def _summaries(fitted: FittedModel, prepared: tuple, chunk_size: int, calibrated
 def pooled_temperature(p: np.ndarray, temperature: float) -> np.ndarray:
     """``softmax(log p / T)`` over the last axis of probabilities ``p`` ``[..., K]`` (float64; a zero stays 0)."""
     with np.errstate(divide="ignore"):
-        z = np.log(np.asarray(p, np.float64)) / temperature
+        return tempered_softmax(np.log(np.asarray(p, np.float64)), temperature)
+
+
+def tempered_softmax(log_p: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(log_p / T)`` over the last axis of log-probabilities (or logits) ``log_p`` ``[..., K]``."""
+    z = log_p / temperature
     q = np.exp(z - z.max(axis=-1, keepdims=True))
     return q / q.sum(axis=-1, keepdims=True)
 
