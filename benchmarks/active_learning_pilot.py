@@ -15,9 +15,17 @@ from 500 to 4,000 rows, the first budget of ``--steps``, audit rows as in the be
 on the val rows after every fit; the start with the lower mean val error over the loop's fits is
 chosen, per process.
 
+``--criterion-loops C ...``: the same choice for each criterion's own loop (warm refits help some
+criteria and not others: a loop's picks depend on its fits). For each process, criterion and seed of
+``--loop-seeds`` (default 100-102, none of the benchmark's), the benchmark's loop of that criterion
+(batches of 250 from 500 to 2,000 rows, the process's chosen budget, audit rows) runs warm and cold,
+every fit scored on the val rows; per process and criterion the start with the lower mean val error
+over the loops' fits is chosen (``choose_criterion_start``). The rule was fixed before these runs.
+
 Usage: ``python benchmarks/active_learning_pilot.py [--processes ...] [--steps 1500 5000]`` (the
 budgets); ``--loops --out L.json`` (warm against cold, with the first of ``--steps``), then
-``--merge-loops L.json`` to add those loops to the results; resumable (records already in the JSON
+``--merge-loops L.json`` to add those loops to the results; ``--criterion-loops epig --out P.json``
+(one worker per process, side by side) then ``--merge-criterion-loops P.json ...``; resumable (records already in the JSON
 are kept).
 """
 
@@ -35,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import RESULTS_DIR, finish_metadata, markdown_table, meta_lines, run_metadata, write  # noqa: E402
-from active_learning import AUDIT, PROCESSES, fit_spec, split_rows, test_scores  # noqa: E402
+from active_learning import AUDIT, PROCESSES, fit_spec, num_steps, split_rows, test_scores  # noqa: E402
 
 RESULTS = RESULTS_DIR / "active_learning_pilot.json"
 SIZES = (500, 4000)
@@ -58,8 +66,18 @@ def run_cell(process: str, steps: int, n: int, seed: int) -> dict:
     return {"process": process, "steps": steps, "n_train": n, "seed": seed, **scores, "seconds": seconds}
 
 
-def run_loop_cells(process: str, steps: int, warm: bool, seed: int, workdir: Path) -> list[dict]:
-    """The benchmark's random loop with warm or cold refits, every fit scored on the val rows."""
+def run_loop_cells(
+    process: str,
+    steps: int,
+    warm: bool,
+    seed: int,
+    workdir: Path,
+    criterion: str = "random",
+) -> list[dict]:
+    """The benchmark's loop of ``criterion`` with warm or cold refits, every fit scored on the val rows.
+
+    ``random`` takes the benchmark's random batches (500 rows up to 4,000); a criterion its batches of
+    250 rows up to 2,000 (greedy conditioned batches, as ``active_learning.run_one``)."""
     from sigmabnn.workflows.active import LoopConfig, run_loop
 
     spec = fit_spec(process, seed, steps, (20, 20))
@@ -69,14 +87,16 @@ def run_loop_cells(process: str, steps: int, warm: bool, seed: int, workdir: Pat
     def oracle(rows):
         return rows.merge(pool[["point_id", target]], on="point_id", how="left")
 
-    config = LoopConfig(spec=spec, batch_size=500, max_labelled=4000, criterion="random", initial_size=500,
+    size, limit = (500, 4000) if criterion == "random" else (250, 2000)
+    config = LoopConfig(spec=spec, batch_size=size, max_labelled=limit, criterion=criterion, initial_size=500,
                         seed=seed, warm_start=warm, audit_fraction=AUDIT)  # fmt: skip
     scores = lambda f: {k.replace("test_", "val_"): v for k, v in test_scores(f, val, target).items()}  # noqa: E731
-    result = run_loop(workdir / f"{process}_{steps}_{warm}_{seed}", pool.drop(columns=[target]), oracle, config,
-                      evaluate=scores)  # fmt: skip
-    return [{"process": process, "steps": steps, "warm_start": warm, "seed": seed, "n_train": h["n_labelled"],
+    name = f"{process}_{steps}_{warm}_{seed}" + ("" if criterion == "random" else f"_{criterion}")
+    result = run_loop(workdir / name, pool.drop(columns=[target]), oracle, config, evaluate=scores)
+    return [{"process": process, "criterion": criterion, "steps": steps, "warm_start": warm, "seed": seed,
+             "n_train": h["n_labelled"],
              **{k: h[k] for k in ("val_median_rel_err", "val_r2_log", "coverage_68", "coverage_95")},
-             "seconds": h["fit_seconds"]} for h in result.history]  # fmt: skip
+             "seconds": h["fit_seconds"] + h.get("choose_seconds", 0.0)} for h in result.history]  # fmt: skip
 
 
 def choose_start(loops: list[dict]) -> dict[str, bool]:
@@ -88,6 +108,20 @@ def choose_start(loops: list[dict]) -> dict[str, bool]:
                 for w in (True, False) if any(r["warm_start"] == w for r in mine)}  # fmt: skip
         if len(mean) == 2:
             out[process] = bool(mean[True] <= mean[False])
+    return out
+
+
+def choose_criterion_start(loops: list[dict]) -> dict[str, bool]:
+    """Per ``"process|criterion"``: warm (``True``) or cold refits for that criterion's loop, by
+    :func:`choose_start`'s rule over the seeds run with both starts."""
+    out = {}
+    for criterion in dict.fromkeys(r["criterion"] for r in loops):
+        mine = [r for r in loops if r["criterion"] == criterion]
+        both = {(r["process"], r["seed"]) for r in mine if r["warm_start"]} & {
+            (r["process"], r["seed"]) for r in mine if not r["warm_start"]
+        }
+        for process, warm in choose_start([r for r in mine if (r["process"], r["seed"]) in both]).items():
+            out[f"{process}|{criterion}"] = warm
     return out
 
 
@@ -122,6 +156,7 @@ def render(data: dict) -> str:
         if loops
         else ""
     )
+    criterion_text = criterion_loops_text(data.get("criterion_loops", []), data.get("criterion_loops_meta", []))
     return (
         "# Active learning: the fit budget (`benchmarks/active_learning_pilot.py`)\n\n"
         + (__doc__ or "").split("Usage:")[0].strip()
@@ -137,6 +172,40 @@ def render(data: dict) -> str:
             if data.get("loops_meta")
             else ""
         )
+        + criterion_text
+    )
+
+
+def criterion_loops_text(loops: list[dict], metas: list[dict]) -> str:
+    """The Markdown of ``--criterion-loops``: mean val error over seeds per fit, and the choice."""
+    if not loops:
+        return ""
+    keys = dict.fromkeys((r["process"], r["criterion"], r["warm_start"], r["n_train"]) for r in loops)
+    rows = []
+    for process, criterion, warm, n in keys:
+        mine = [r for r in loops if (r["process"], r["criterion"], r["warm_start"], r["n_train"]) == (process,
+                criterion, warm, n)]  # fmt: skip
+        rows.append({"process": process, "criterion": criterion, "warm_start": warm, "n_train": n,
+                     "seeds": len(mine), "steps": mine[0]["steps"],
+                     **{k: float(np.mean([r[k] for r in mine])) for k in ("val_median_rel_err", "coverage_95",
+                                                                          "seconds")}})  # fmt: skip
+    cols = [("process", "process", ""), ("criterion", "criterion", ""), ("steps", "Adam steps", ""),
+            ("warm_start", "warm", ""), ("n_train", "rows", ""), ("seeds", "seeds", ""),
+            ("val_median_rel_err", "val median rel err % (mean)", ".2f"), ("coverage_95", "val cov 95", ".1f"),
+            ("seconds", "s (mean)", ".1f")]  # fmt: skip
+    starts = choose_criterion_start(loops)
+    return (
+        "\n## Warm or cold refits per criterion (`--criterion-loops`)\n\n"
+        "Each criterion's own loop (batches of 250 from 500 to 2,000 rows, the process's chosen Adam budget, "
+        "audit rows as in the benchmark), warm and cold, on the seeds below (not the benchmark's seeds), every fit "
+        "scored on the val rows; per process and criterion the start with the lower mean val error over the "
+        "loops' fits is chosen (the rule of `--loops`, fixed before these runs). The benchmark counts a "
+        "criterion's runs towards the goal only with the start chosen here (`active_learning.py`).\n\n"
+        + markdown_table(rows, cols)
+        + "\nChosen: "
+        + ", ".join(f"{k.replace('|', ' ')}: {'warm' if w else 'cold'}" for k, w in starts.items())
+        + "\n\n"
+        + "".join("Criterion loops: " + meta_lines(m) for m in metas)
     )
 
 
@@ -148,15 +217,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--loops", action="store_true", help="warm against cold refits (module docstring)")
     p.add_argument("--merge-loops", type=Path, help="add the loops of this --loops result file to --out")
+    p.add_argument(
+        "--criterion-loops",
+        nargs="+",
+        metavar="CRITERION",
+        help="each criterion's loop, warm against cold (criterion_loops_text)",
+    )
+    p.add_argument("--loop-seeds", nargs="+", type=int, default=[100, 101, 102], help="seeds of --criterion-loops")
+    p.add_argument(
+        "--merge-criterion-loops",
+        nargs="+",
+        type=Path,
+        metavar="PART",
+        help="add the criterion loops of these --criterion-loops result files to --out",
+    )
     p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "sigmabnn_al_pilot")
     args = p.parse_args(argv)
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
     records, meta = old.get("records", []), old.get("meta") or run_metadata("benchmarks/active_learning_pilot.py")
     loops, meta_loops = old.get("loops", []), old.get("loops_meta")
+    crit_loops, crit_metas = old.get("criterion_loops", []), old.get("criterion_loops_meta", [])
 
     def save(finish: bool = True) -> None:
         data = {"meta": finish_metadata(meta) if finish else meta, "records": records, "chosen": choose(records),
-                "loops": loops, "chosen_start": choose_start(loops), "loops_meta": meta_loops}  # fmt: skip
+                "loops": loops, "chosen_start": choose_start(loops), "loops_meta": meta_loops,
+                "criterion_loops": crit_loops, "chosen_criterion_start": choose_criterion_start(crit_loops),
+                "criterion_loops_meta": crit_metas}  # fmt: skip
         write(args.out, data, render(data))
 
     if args.merge_loops:  # the loops of a --loops run written to another file
@@ -168,6 +254,28 @@ def main(argv: list[str] | None = None) -> int:
         ]
         meta_loops = part["meta"]
         save(finish=False)  # the budget cells' own end stays
+        return 0
+    if args.merge_criterion_loops:
+        key = lambda r: (r["process"], r["criterion"], r["warm_start"], r["seed"], r["n_train"])  # noqa: E731
+        for path in args.merge_criterion_loops:
+            part = json.loads(path.read_text())
+            seen = {key(r) for r in crit_loops}
+            crit_loops += [r for r in part.get("criterion_loops", []) if key(r) not in seen]
+            crit_metas += part.get("criterion_loops_meta", [])
+        save(finish=False)
+        return 0
+    if args.criterion_loops:
+        crit_metas.append(run_metadata("benchmarks/active_learning_pilot.py --criterion-loops"))
+        done = {(r["process"], r["criterion"], r["warm_start"], r["seed"]) for r in crit_loops}
+        for process in args.processes:
+            for criterion in args.criterion_loops:
+                for seed in args.loop_seeds:
+                    for warm in (True, False):
+                        if (process, criterion, warm, seed) not in done:
+                            crit_loops += run_loop_cells(process, num_steps(process, None), warm, seed, args.workdir,
+                                                         criterion)  # fmt: skip
+                            crit_metas[-1] = finish_metadata(crit_metas[-1])
+                            save(finish=False)
         return 0
     if args.loops:
         done = {(r["process"], r["warm_start"]) for r in loops}

@@ -66,3 +66,18 @@ def test_pilot_chooses_the_smallest_budget_near_the_best_val_error():
     records = [rec("a", 1500, 4000, 0.60), rec("a", 4000, 4000, 0.30), rec("a", 8000, 4000, 0.29),
                rec("a", 1500, 500, 0.2), rec("b", 1500, 4000, 1.0), rec("b", 4000, 4000, 0.95)]  # fmt: skip
     assert pilot.choose(records) == {"a": 4000, "b": 1500}
+
+
+def test_criterion_start_is_chosen_per_process_and_criterion_over_seeds_run_with_both():
+    pilot = load_benchmark("active_learning_pilot")
+
+    def rec(process, criterion, warm, seed, err):
+        return {"process": process, "criterion": criterion, "warm_start": warm, "seed": seed, "n_train": 500,
+                "val_median_rel_err": err}  # fmt: skip
+
+    loops = [rec("a", "epig", True, 0, 1.0), rec("a", "epig", False, 0, 2.0),
+             rec("a", "bald", True, 0, 3.0), rec("a", "bald", False, 0, 2.0),
+             # seed 1 ran warm only: not counted, although it would turn epig's choice
+             rec("a", "epig", True, 1, 9.0),
+             rec("b", "epig", True, 0, 1.0)]  # fmt: skip
+    assert pilot.choose_criterion_start(loops) == {"a|epig": True, "a|bald": False}
