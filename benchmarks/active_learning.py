@@ -3,8 +3,9 @@
 For each process, seed and criterion, :func:`sigmabnn.workflows.active.run_loop` starts from 500
 random rows of the pool (the process's ``train`` rows with a positive cross section; the same 500
 for every criterion of a seed), fits, chooses a batch of 250 pool rows, labels them by looking up
-their cross section (the oracle of a simulation) and refits (from the previous round's networks
-or from fresh ones, per process: the table below), up to ``--max-random`` labelled rows for
+their cross section (the oracle of a simulation) and refits (from the previous round's networks,
+warm, or from fresh ones, cold: ``--refits``, by default the val-row pilot's choice per process and
+criterion; the table below), up to ``--max-random`` labelled rows for
 ``random`` and ``--max-criterion`` for the criteria. After every fit the model is scored once on
 the process's ``test`` rows (never used for a choice: the fit configuration was chosen on the
 ``val`` rows by ``active_learning_pilot.py``; the curves are the measurement).
@@ -19,7 +20,7 @@ chose. ``n_train`` counts all labelled rows (audit rows included). The random ba
 batches of ``--random-batch`` rows (its picks do not depend on the fits; fewer fits).
 
 Records (``runs`` in the JSON): ``process``, ``criterion`` (``random`` for the baseline),
-``seed``, ``n_train``, ``test_median_rel_err`` (median of ``|pred / true - 1|``, ``pred =
+``refits`` (``warm`` or ``cold``), ``seed``, ``n_train``, ``test_median_rel_err`` (median of ``|pred / true - 1|``, ``pred =
 10**mean(log10 sigma)``, in percent), ``test_r2_log`` (R^2 of log10 sigma), ``coverage_68`` and
 ``coverage_95`` (percent of test rows inside the central 68 % and 95 % predictive intervals),
 ``seconds`` (the round's fit and choice of the next batch, wall time; the test scoring excluded).
@@ -121,10 +122,12 @@ def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, w
         return rows.merge(pool[["point_id", target]], on="point_id", how="left")
 
     name, batch = (criterion[:-4], "top") if criterion.endswith("_top") else (criterion, "greedy")
+    refits = arm_refits(args, process, criterion)
+    warm = refits == "warm"
     limit, size = (args.max_random, args.random_batch) if criterion == "random" else (args.max_criterion, args.batch)
     config = LoopConfig(spec=spec, batch_size=size, max_labelled=limit, criterion=name, batch=batch,
                         initial_size=args.initial, seed=seed, audit_fraction=args.audit,
-                        warm_start=not args.cold)  # fmt: skip
+                        warm_start=warm)  # fmt: skip
 
     def evaluate(fitted):
         return test_scores(fitted, test, target)
@@ -132,69 +135,113 @@ def run_one(process: str, criterion: str, seed: int, args: argparse.Namespace, w
     def log(line):
         print(f"[{process} {criterion} seed {seed}] {line}", flush=True)
 
-    result = run_loop(workdir / f"{process}_{criterion}_{seed}", truth, oracle, config, evaluate=evaluate, log=log)
+    result = run_loop(workdir / f"{process}_{criterion}_{refits}_{seed}", truth, oracle, config, evaluate=evaluate,
+                      log=log)  # fmt: skip
     steps = spec.method.options["num_steps"]
-    return [{**r, "num_steps": steps} for r in _records(result.history, process, criterion, seed)]
+    return [{**r, "num_steps": steps} for r in _records(result.history, process, criterion, seed, warm)]
 
 
-def _records(history: list[dict], process: str, criterion: str, seed: int) -> list[dict]:
-    """The records of a loop's fits (module docstring) from its history."""
+def arm_refits(args: argparse.Namespace, process: str, criterion: str) -> str:
+    """The refits of ``criterion``'s loop on ``process``: ``--refits``, or for ``pilot`` (the default) the
+    val-row pilot's choice (:func:`pilot_refits`), warm where it has none."""
+    return args.refits if args.refits != "pilot" else pilot_refits(load_pilot(), process, criterion) or "warm"
+
+
+def _records(history: list[dict], process: str, criterion: str, seed: int, warm: bool) -> list[dict]:
+    """The records of a loop's fits (module docstring) from its history; ``refits``: the loop's refits
+    (``"warm"`` or ``"cold"``; its first fit is always cold)."""
     records = []
     for h in history:
         scores = {k: h[k] for k in ("test_median_rel_err", "test_r2_log", "coverage_68", "coverage_95")}
         records.append({"process": process, "criterion": criterion, "seed": seed, "n_train": h["n_labelled"],
                         **scores, "seconds": h["fit_seconds"] + h.get("choose_seconds", 0.0),
-                        "warm_start": h["warm_start"]})  # fmt: skip
+                        "warm_start": h["warm_start"], "refits": "warm" if warm else "cold"})  # fmt: skip
     return records
 
 
-def summarise(runs: list[dict]) -> list[dict]:
-    """Per process and criterion: the mean over seeds at each ``n_train``, and the goal's check."""
+def with_refits(runs: list[dict]) -> list[dict]:
+    """``runs`` with ``refits`` on every record; records written before the field take their loop's
+    (warm where any of the loop's fits started from the previous networks)."""
+    warm = {(r["process"], r["criterion"], r["seed"]) for r in runs if r.get("warm_start")}
+    return [r if "refits" in r else {**r, "refits": "warm" if (r["process"], r["criterion"], r["seed"]) in warm
+                                      else "cold"} for r in runs]  # fmt: skip
+
+
+def load_pilot() -> dict:
+    """The val-row pilot's results (``active_learning_pilot.json``), empty where there are none."""
+    path = RESULTS_DIR / "active_learning_pilot.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def pilot_refits(pilot: dict, process: str, criterion: str) -> str | None:
+    """The refits the val-row pilot chose for ``criterion``'s loop on ``process``: the criterion's own
+    choice (``--criterion-loops``) where made, else the process's (the random loop's, ``--loops``);
+    ``None`` without either."""
+    start = pilot.get("chosen_criterion_start", {}).get(f"{process}|{criterion}")
+    start = pilot.get("chosen_start", {}).get(process) if start is None else start
+    return None if start is None else ("warm" if start else "cold")
+
+
+def summarise(runs: list[dict], pilot: dict | None = None) -> list[dict]:
+    """Per process and arm (criterion and refits): the mean over seeds at each ``n_train``, and the goal's
+    check. Random's reference is its arm with the pilot's refits; a criterion's arm counts towards the
+    goal only with the pilot's refits for it (:func:`pilot_refits`; any arm where the pilot has none)."""
+    pilot = load_pilot() if pilot is None else pilot
+    runs = with_refits(runs)
     out = []
     for process in dict.fromkeys(r["process"] for r in runs):
         rows = [r for r in runs if r["process"] == process]
-        rand = [r for r in rows if r["criterion"] == "random"]
+        arms = list(dict.fromkeys((r["criterion"], r["refits"]) for r in rows))
+        rand_refits = pilot_refits(pilot, process, "random")
+        rand = [r for r in rows if r["criterion"] == "random" and rand_refits in (None, r["refits"])]
         n_max = max((r["n_train"] for r in rand), default=None)
         n_min = min((r["n_train"] for r in rand), default=None)
         ref = _mean([r["test_median_rel_err"] for r in rand if r["n_train"] == n_max])
         start = _mean([r["test_median_rel_err"] for r in rand if r["n_train"] == n_min])
-        for criterion in dict.fromkeys(r["criterion"] for r in rows):
-            mine = [r for r in rows if r["criterion"] == criterion]
+        for criterion, refits in arms:
+            mine = [r for r in rows if (r["criterion"], r["refits"]) == (criterion, refits)]
+            chosen = pilot_refits(pilot, process, criterion) in (None, refits)
             curve = {n: _mean([r["test_median_rel_err"] for r in mine if r["n_train"] == n])
                      for n in sorted({r["n_train"] for r in mine})}  # fmt: skip
             reach = next((n for n, e in curve.items() if ref is not None and e <= ref), None)
             at = [r for r in mine if r["n_train"] == reach]
+            checkable = criterion != "random" and chosen and _falls(start, ref)
             out.append({
-                "process": process, "criterion": criterion, "seeds": len({r["seed"] for r in mine}),
+                "process": process, "criterion": criterion, "refits": refits, "pilot_choice": chosen,
+                "seeds": len({r["seed"] for r in mine}),
                 "random_n_max": n_max, "random_err_at_n_max": ref, "random_err_at_start": start, "n_to_reach": reach,
                 "err_at_2000": curve.get(2000), "paired_at_2000": _paired(mine, rand, n_max),
                 "coverage_95_at_reach": _mean([r["coverage_95"] for r in at]),
                 "coverage_68_at_reach": _mean([r["coverage_68"] for r in at]),
-                "goal_met": None if criterion == "random" or not _falls(start, ref) else reach is not None
+                "goal_met": None if not checkable else reach is not None
                 and reach <= 2000 and abs(_mean([r["coverage_95"] for r in at]) - 95.0) <= 3.0,
             })  # fmt: skip
     return out
 
 
-FIT_COLUMNS = [("process", "process", ""), ("num_steps", "Adam steps", ""), ("refits", "refits", ""),
-               ("pilot_steps", "pilot's steps", ""), ("pilot_refits", "pilot's refits", "")]  # fmt: skip
+FIT_COLUMNS = [("process", "process", ""), ("num_steps", "Adam steps", ""), ("refits", "refits run", ""),
+               ("pilot_steps", "pilot's steps", ""), ("pilot_refits", "pilot's refits (random loop)", ""),
+               ("pilot_criterion_refits", "pilot's refits per criterion", "")]  # fmt: skip
 
 
-def fits(runs: list[dict]) -> list[dict]:
-    """Per process: the fits' Adam steps and whether refits started from the previous networks, beside
-    the val-row pilot's choices (``active_learning_pilot.json``; ``None`` where it has none)."""
-    path = RESULTS_DIR / "active_learning_pilot.json"
-    pilot = json.loads(path.read_text()) if path.exists() else {}
+def fits(runs: list[dict], pilot: dict | None = None) -> list[dict]:
+    """Per process: the fits' Adam steps and the refits run (warm: from the previous networks; cold: from
+    fresh initialisations), beside the val-row pilot's choices (``None`` where it has none)."""
+    pilot = load_pilot() if pilot is None else pilot
+    runs = with_refits(runs)
     out = []
     for process in dict.fromkeys(r["process"] for r in runs):
         mine = [r for r in runs if r["process"] == process]
         steps = sorted({r.get("num_steps") for r in mine if r.get("num_steps") is not None})
-        warm = any(r.get("warm_start") for r in mine)
         start = pilot.get("chosen_start", {}).get(process)
+        per = {k.split("|")[1]: w for k, w in pilot.get("chosen_criterion_start", {}).items()
+               if k.split("|")[0] == process}  # fmt: skip
         out.append({"process": process, "num_steps": ", ".join(map(str, steps)) or "-",
-                    "refits": "warm (previous networks)" if warm else "cold (fresh initialisations)",
+                    "refits": ", ".join(sorted({r["refits"] for r in mine})),
                     "pilot_steps": pilot.get("chosen", {}).get(process),
-                    "pilot_refits": None if start is None else ("warm" if start else "cold")})  # fmt: skip
+                    "pilot_refits": None if start is None else ("warm" if start else "cold"),
+                    "pilot_criterion_refits": ", ".join(f"{c}: {'warm' if w else 'cold'}" for c, w in per.items())
+                    or None})  # fmt: skip
     return out
 
 
@@ -213,12 +260,15 @@ def _falls(start: float | None, end: float | None) -> bool:
 
 
 def curves(runs: list[dict]) -> list[dict]:
-    """Mean over seeds per process, criterion and ``n_train`` of the test numbers."""
-    keys = dict.fromkeys((r["process"], r["criterion"], r["n_train"]) for r in runs)
+    """Mean over seeds per process, arm (criterion and refits) and ``n_train`` of the test numbers."""
+    runs = with_refits(runs)
+    key = lambda r: (r["process"], r["criterion"], r["refits"], r["n_train"])  # noqa: E731
     out = []
-    for process, criterion, n in sorted(keys, key=lambda k: (k[0], k[1] != "random", k[1], k[2])):
-        mine = [r for r in runs if (r["process"], r["criterion"], r["n_train"]) == (process, criterion, n)]
-        out.append({"process": process, "criterion": criterion, "n_train": n, "seeds": len(mine),
+    for process, criterion, refits, n in sorted(
+        dict.fromkeys(map(key, runs)), key=lambda k: (k[0], k[1] != "random", k[1], k[2], k[3])
+    ):
+        mine = [r for r in runs if key(r) == (process, criterion, refits, n)]
+        out.append({"process": process, "criterion": criterion, "refits": refits, "n_train": n, "seeds": len(mine),
                     **{k: _mean([r[k] for r in mine]) for k in ("test_median_rel_err", "test_r2_log", "coverage_68",
                                                                  "coverage_95", "seconds")}})  # fmt: skip
     return out
@@ -235,15 +285,18 @@ def figure(runs: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    runs = with_refits(runs)
     processes = list(dict.fromkeys(r["process"] for r in runs))
     fig, axes = plt.subplots(1, len(processes), figsize=(5 * len(processes), 4), squeeze=False)
     for ax, process in zip(axes[0], processes):
-        for criterion in dict.fromkeys(r["criterion"] for r in runs if r["process"] == process):
-            mine = [r for r in runs if r["process"] == process and r["criterion"] == criterion]
+        arms = list(dict.fromkeys((r["criterion"], r["refits"]) for r in runs if r["process"] == process))
+        for criterion, refits in arms:
+            mine = [r for r in runs if r["process"] == process and (r["criterion"], r["refits"]) == (criterion, refits)]
+            label = criterion if len({f for _, f in arms}) == 1 else f"{criterion}, {refits}"
             ns = sorted({r["n_train"] for r in mine})
             errs = [[r["test_median_rel_err"] for r in mine if r["n_train"] == n] for n in ns]
             mean = [np.mean(e) for e in errs]
-            (line,) = ax.plot(ns, mean, marker=".", label=f"{criterion} ({len({r['seed'] for r in mine})} seeds)")
+            (line,) = ax.plot(ns, mean, marker=".", label=f"{label} ({len({r['seed'] for r in mine})} seeds)")
             ax.fill_between(ns, [min(e) for e in errs], [max(e) for e in errs], color=line.get_color(), alpha=0.2)
         ax.set_xlabel("labelled points")
         ax.set_ylabel("test median relative error (%)")
@@ -258,16 +311,17 @@ def figure(runs: list[dict], path: Path) -> None:
 def render(data: dict) -> str:
     from _results import markdown_table, meta_lines
 
-    summary = data["summary"]
-    cols = [("process", "process", ""), ("criterion", "criterion", ""), ("seeds", "seeds", ""),
+    summary = summarise(data["runs"])  # against the pilot's choices as they are now
+    cols = [("process", "process", ""), ("criterion", "criterion", ""), ("refits", "refits", ""),
+            ("pilot_choice", "the pilot's choice", ""), ("seeds", "seeds", ""),
             ("random_err_at_start", "random: err % at start", ".2f"), ("random_n_max", "random: points", ""),
             ("random_err_at_n_max", "random: err %", ".2f"),
             ("n_to_reach", "points to reach it", ""), ("err_at_2000", "err % at 2000", ".2f"),
             ("paired_at_2000", "seeds at 2000 <= random's final", ""),
             ("coverage_68_at_reach", "cov 68 there", ".1f"), ("coverage_95_at_reach", "cov 95 there", ".1f"),
             ("goal_met", "goal met", "")]  # fmt: skip
-    run_cols = [("process", "process", ""), ("criterion", "criterion", ""), ("seed", "seed", ""),
-                ("n_train", "n_train", ""), ("test_median_rel_err", "median rel err %", ".2f"),
+    run_cols = [("process", "process", ""), ("criterion", "criterion", ""), ("refits", "refits", ""),
+                ("seed", "seed", ""), ("n_train", "n_train", ""), ("test_median_rel_err", "median rel err %", ".2f"),
                 ("test_r2_log", "R^2 log", ".4f"), ("coverage_68", "cov 68", ".1f"), ("coverage_95", "cov 95", ".1f"),
                 ("seconds", "s", ".1f"), ("loop_unfinished", "loop unfinished", "")]  # fmt: skip
     return (
@@ -281,8 +335,11 @@ def render(data: dict) -> str:
             else ""
         )
         + "Each process's fit as run, beside the choices of the val-row pilot (`active_learning_pilot.py`, "
-        "`active_learning_pilot.md`: the Adam budget, and warm or cold refits); a loop's first fit is always cold. "
-        "Where the two differ, the runs were made before the pilot's choice and not redone.\n\n"
+        "`active_learning_pilot.md`: the Adam budget, and warm or cold refits, for the random loop and per "
+        "criterion); a loop's first fit is always cold. An arm is a criterion with its refits. Random's reference "
+        "is its arm with the pilot's refits, and a criterion's arm counts towards the goal only with the pilot's "
+        "refits for it (`the pilot's choice` True; the criterion's own choice where the pilot made one, else the "
+        "random loop's); other arms are shown and not counted (`goal met` empty).\n\n"
         + markdown_table(fits(data["runs"]), FIT_COLUMNS)
         + "\n"
         + (
@@ -303,9 +360,9 @@ def render(data: dict) -> str:
         "`n_train`.\n\n"
         + markdown_table(summary, cols)
         + "\n![test error against points](active_learning.png)\n\n## Mean over seeds\n\n"
-        + markdown_table(curves(data["runs"]), [("seeds", "seeds", ""), *run_cols[:2], *run_cols[3:]])
+        + markdown_table(curves(data["runs"]), [("seeds", "seeds", ""), *run_cols[:3], *run_cols[4:]])
         + "\n## Every fit\n\n"
-        + markdown_table(data["runs"], run_cols)
+        + markdown_table(with_refits(data["runs"]), run_cols)
         + "\n"
         + meta_lines(data["meta"])
     )
@@ -324,6 +381,34 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def merge(args: argparse.Namespace) -> None:
+    """Write ``--out`` from the runs of the ``--merge`` result files, and with ``--workdir`` the fits so far of
+    loops not finished (``loop_unfinished``); a run present in two files (resumed from one loop) once."""
+    parts = [json.loads(f.read_text()) for f in args.merge]
+    first = parts[0] if parts else {"meta": run_metadata("benchmarks/active_learning.py"), "settings": _settings(args)}
+    key = lambda r: (r["process"], r["criterion"], r["refits"], r["seed"], r["n_train"])  # noqa: E731
+    seen: dict[tuple, dict] = {}
+    for part in parts:
+        steps = part["settings"]["fit"]["num_steps"]  # an int in files written before the pilot
+        for r in with_refits(part["runs"]):
+            r.setdefault("num_steps", steps if isinstance(steps, int) else steps[r["process"]])
+            seen.setdefault(key(r), r)
+    for state in sorted(args.workdir.glob("*/state.json")) if args.workdir else ():
+        process, rest = state.parent.name.split("_", 1)
+        criterion, refits, seed = rest.rsplit("_", 2)
+        for r in _records(json.loads(state.read_text())["history"], process, criterion, int(seed), refits == "warm"):
+            seen.setdefault(key(r), {**r, "loop_unfinished": True})
+    runs = list(seen.values())
+    meta = {**first["meta"], "merged_from": [str(f.name) for f in args.merge],
+            "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
+    settings = first["settings"] | {
+        "seeds": sorted({r["seed"] for r in runs}),
+        "criteria": list(dict.fromkeys(r["criterion"] for r in runs)),
+        "processes": list(dict.fromkeys(r["process"] for r in runs)),
+    }
+    save(runs, settings, meta, args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--processes", nargs="+", default=list(PROCESSES))
@@ -332,7 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--initial", type=int, default=500)
     p.add_argument("--batch", type=int, default=250)
     p.add_argument("--random-batch", type=int, default=500, help="batch of the random baseline (fewer fits)")
-    p.add_argument("--cold", action="store_true", help="refit from fresh initialisations, not the previous networks")
+    p.add_argument(
+        "--refits",
+        choices=("pilot", "warm", "cold"),
+        default="pilot",
+        help="refit from the previous networks (warm) or fresh initialisations (cold); default: the "
+        "val-row pilot's choice per process and criterion",
+    )
     p.add_argument("--audit", type=float, default=AUDIT, help="audit fraction of every batch (validation rows)")
     p.add_argument("--max-random", type=int, default=4000)
     p.add_argument("--max-criterion", type=int, default=2000)
@@ -346,38 +437,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge", nargs="*", type=Path, help="write --out from the runs of these result files")
     args = p.parse_args(argv)
     if args.merge is not None:
-        parts = [json.loads(f.read_text()) for f in args.merge]
-        meta0 = run_metadata("benchmarks/active_learning.py")
-        first = parts[0] if parts else {"meta": meta0, "settings": _settings(args)}
-        seen: dict[tuple, dict] = {}  # a run present in two files (resumed from the same loop) once
-        for part in parts:
-            steps = part["settings"]["fit"]["num_steps"]  # an int in files written before the pilot
-            for r in part["runs"]:
-                r.setdefault("num_steps", steps if isinstance(steps, int) else steps[r["process"]])
-                seen.setdefault((r["process"], r["criterion"], r["seed"], r["n_train"]), r)
-        for state in sorted(args.workdir.glob("*/state.json")) if args.workdir else ():
-            # loops not finished: their fits so far, marked as such
-            process, rest = state.parent.name.split("_", 1)
-            criterion, seed = rest.rsplit("_", 1)
-            for r in _records(json.loads(state.read_text())["history"], process, criterion, int(seed)):
-                key = (r["process"], r["criterion"], r["seed"], r["n_train"])
-                if key not in seen:
-                    seen[key] = {**r, "loop_unfinished": True}
-        runs = list(seen.values())
-        meta = {**first["meta"], "merged_from": [str(f.name) for f in args.merge],
-                "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
-        settings = first["settings"] | {
-            "seeds": sorted({r["seed"] for r in runs}),
-            "criteria": list(dict.fromkeys(r["criterion"] for r in runs)),
-            "processes": list(dict.fromkeys(r["process"] for r in runs)),
-        }
-        save(runs, settings, meta, args.out)
+        merge(args)
         return 0
     if args.smoke:  # a miniature: one process, random and bald, three small fits each
         tmp = Path(tempfile.mkdtemp(prefix="al_smoke_"))
         args.processes, args.criteria, args.seeds = args.processes[:1], ["random", "bald"], [0]
         args.initial, args.batch, args.random_batch, args.max_random, args.max_criterion = 200, 50, 50, 250, 250
-        args.num_steps, args.hidden, args.test_rows = 20, [3], 50
+        args.num_steps, args.hidden, args.test_rows, args.refits = 20, [3], 50, "warm"
         args.workdir = args.workdir or tmp / "work"
         args.out = tmp / "active_learning.json" if args.out == RESULTS else args.out
     args.workdir = args.workdir or Path(tempfile.gettempdir()) / "sigmabnn_active_learning"
@@ -390,11 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
     runs = old.get("runs", [])
     meta = old.get("meta") or run_metadata("benchmarks/active_learning.py")
-    done = {(r["process"], r["criterion"], r["seed"]) for r in runs}
+    done = {(r["process"], r["criterion"], r["refits"], r["seed"]) for r in with_refits(runs)}
     for process in args.processes:
         for seed in args.seeds:
             for criterion in args.criteria:
-                if (process, criterion, seed) in done:
+                if (process, criterion, arm_refits(args, process, criterion), seed) in done:
                     continue
                 runs += run_one(process, criterion, seed, args, args.workdir)
                 save(runs, settings, meta, args.out)

@@ -25,8 +25,8 @@ over the loops' fits is chosen (``choose_criterion_start``). The rule was fixed 
 Usage: ``python benchmarks/active_learning_pilot.py [--processes ...] [--steps 1500 5000]`` (the
 budgets); ``--loops --out L.json`` (warm against cold, with the first of ``--steps``), then
 ``--merge-loops L.json`` to add those loops to the results; ``--criterion-loops epig --out P.json``
-(one worker per process, side by side) then ``--merge-criterion-loops P.json ...``; resumable (records already in the JSON
-are kept).
+(one worker per process, side by side) then ``--merge-criterion-loops P.json ...``; resumable
+(records already in the JSON are kept).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def test_summary_finds_where_a_criterion_reaches_random_at_its_largest_size(benc
     runs += [_record("bald", s, n, e) for s, off in ((0, -0.1), (1, 0.1)) for n, e in ((500, 9.0), (1000, 5 + off),
                                                                                       (2000, 3.0 + off))]  # fmt: skip
     runs += [_record("variance", 0, n, e, cov95=90.0) for n, e in ((500, 9.0), (2000, 2.0))]
-    summary = {s["criterion"]: s for s in bench.summarise(runs)}
+    summary = {s["criterion"]: s for s in bench.summarise(runs, pilot={})}
     assert summary["random"]["random_err_at_n_max"] == 3.0 and summary["random"]["n_to_reach"] == 4000
     assert summary["bald"]["n_to_reach"] == 2000 and summary["bald"]["goal_met"]  # mean 3.0 <= 3.0
     assert summary["bald"]["paired_at_2000"] == "1/2"  # seed 0: 2.9 <= 3.0; seed 1: 3.1 > 3.0
@@ -33,9 +33,31 @@ def test_summary_finds_where_a_criterion_reaches_random_at_its_largest_size(benc
 def test_summary_leaves_the_goal_unchecked_where_random_does_not_improve(bench):
     runs = [_record("random", 0, n, e) for n, e in ((500, 1.0), (4000, 1.1))]
     runs += [_record("epig", 0, n, e) for n, e in ((500, 1.0), (2000, 0.9))]
-    summary = {s["criterion"]: s for s in bench.summarise(runs)}
+    summary = {s["criterion"]: s for s in bench.summarise(runs, pilot={})}
     assert summary["epig"]["n_to_reach"] == 500 and summary["epig"]["goal_met"] is None
     assert summary["epig"]["random_err_at_start"] == 1.0
+
+
+def test_summary_counts_only_the_arms_with_the_pilots_refits(bench):
+    def arm(criterion, refits, curve):
+        return [{**_record(criterion, 0, n, e), "refits": refits} for n, e in curve]
+
+    runs = arm("random", "cold", ((500, 9.0), (4000, 3.0))) + arm("random", "warm", ((500, 9.0), (4000, 6.0)))
+    runs += arm("epig", "warm", ((500, 9.0), (2000, 2.5))) + arm("epig", "cold", ((500, 9.0), (2000, 5.0)))
+    runs += arm("bald", "warm", ((500, 9.0), (2000, 2.0)))
+    pilot = {"chosen_start": {"p": False}, "chosen_criterion_start": {"p|epig": True}}
+    summary = {(s["criterion"], s["refits"]): s for s in bench.summarise(runs, pilot=pilot)}
+    assert {s["random_err_at_n_max"] for s in summary.values()} == {3.0}  # random's reference: its cold arm
+    assert summary[("epig", "warm")]["pilot_choice"] and summary[("epig", "warm")]["goal_met"]
+    assert not summary[("epig", "cold")]["pilot_choice"] and summary[("epig", "cold")]["goal_met"] is None
+    # bald has no choice of its own: the random loop's (cold) applies, so its warm arm is not counted
+    assert summary[("bald", "warm")]["n_to_reach"] == 2000 and summary[("bald", "warm")]["goal_met"] is None
+
+
+def test_records_written_before_the_refits_field_take_their_loops(bench):
+    old = [{**_record("epig", 0, 500, 1.0), "warm_start": False}, {**_record("epig", 0, 750, 1.0), "warm_start": True},
+           {**_record("bald", 0, 500, 1.0), "warm_start": False}]  # fmt: skip
+    assert [r["refits"] for r in bench.with_refits(old)] == ["warm", "warm", "cold"]
 
 
 @pytest.mark.heavy
