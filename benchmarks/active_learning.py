@@ -20,10 +20,11 @@ chose. ``n_train`` counts all labelled rows (audit rows included). The random ba
 batches of ``--random-batch`` rows (its picks do not depend on the fits; fewer fits).
 
 Records (``runs`` in the JSON): ``process``, ``criterion`` (``random`` for the baseline),
-``refits`` (``warm`` or ``cold``), ``seed``, ``n_train``, ``test_median_rel_err`` (median of ``|pred / true - 1|``, ``pred =
-10**mean(log10 sigma)``, in percent), ``test_r2_log`` (R^2 of log10 sigma), ``coverage_68`` and
-``coverage_95`` (percent of test rows inside the central 68 % and 95 % predictive intervals),
-``seconds`` (the round's fit and choice of the next batch, wall time; the test scoring excluded).
+``refits`` (``warm`` or ``cold``), ``seed``, ``n_train``, ``test_median_rel_err`` (median of
+``|pred / true - 1|``, ``pred = 10**mean(log10 sigma)``, in percent), ``test_r2_log`` (R^2 of
+log10 sigma), ``coverage_68`` and ``coverage_95`` (percent of test rows inside the central 68 %
+and 95 % predictive intervals), ``seconds`` (the round's fit and choice of the next batch, wall
+time; the test scoring excluded).
 
 Usage: ``python benchmarks/active_learning.py [--processes ...] [--seeds 0 1 2] [--criteria ...]``;
 resumable (finished runs are kept in the JSON, an interrupted run resumes from its last round in
