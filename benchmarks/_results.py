@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -120,17 +121,34 @@ def run_units(
     """Resumable, sharded fits, one JSON per unit in ``workdir``: each ``(name, seed, index)`` of ``units`` whose
     ``seed + index`` is ``I`` mod ``N`` (``shard = (I, N)``) and whose ``{name}-{seed}.json`` is missing is
     fitted by ``fit(name, seed)`` (a record) and written. Unsharded (``N == 1``): every record in ``workdir``;
-    sharded: ``None`` (another invocation, unsharded, gathers them)."""
+    sharded: ``None`` (another invocation, unsharded, gathers them). Each record gets the machine's load average
+    (1/5/15 min) at the start and end of its fit (``load_average_1_5_15_at_start``/``_at_end``), since shards run
+    side by side in processes of their own."""
     i, n = shard
     workdir.mkdir(parents=True, exist_ok=True)
     for name, seed, index in units:
         path = workdir / f"{name}-{seed}.json"
         if (seed + index) % n != i or path.exists():
             continue
-        t0 = time.perf_counter()
-        write_json(path, fit(name, seed))
+        t0, load = time.perf_counter(), [round(v, 2) for v in os.getloadavg()]
+        record = {**fit(name, seed), "load_average_1_5_15_at_start": load}
+        write_json(path, record | {"load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()]})
         print(f"{name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     return None if n > 1 else [json.loads(p.read_text()) for p in sorted(workdir.glob("*.json"))]
+
+
+def units_load_text(records: Sequence[dict[str, Any]]) -> str:
+    """One sentence on the 1-minute load average at the start of the fits of :func:`run_units` (min, median,
+    max over the records that carry it), or the count of records fitted before it was kept."""
+    loads = [r["load_average_1_5_15_at_start"][0] for r in records if "load_average_1_5_15_at_start" in r]
+    missing = len(records) - len(loads)
+    text = (
+        f"1-minute load average at the start of each fit: min {min(loads):g}, median {statistics.median(loads):g}, "
+        f"max {max(loads):g} over {len(loads)} fits"
+        if loads
+        else "No fit here records its own load average (made before fits kept it)"
+    )
+    return text + (f" ({missing} fitted before fits recorded it)." if missing and loads else ".")
 
 
 def machine(load_start: tuple[float, ...], **versions: str) -> dict[str, Any]:

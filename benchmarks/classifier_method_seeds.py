@@ -40,6 +40,7 @@ from _results import (  # noqa: E402
     parse_shard,
     run_metadata,
     run_units,
+    units_load_text,
     write,
 )
 from numpyro_seeds import Z, judge  # noqa: E402
@@ -100,7 +101,7 @@ def markdown(data: dict[str, Any]) -> str:
         "scored as stored, at the pooled temperature fitted on the val rows, on 360 fresh scoring rows.", "",
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
         f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations, run "
-        "one per core side by side; their seconds include that sharing).", "",
+        "one per core side by side; their seconds include that sharing). " + units_load_text(data["records"]), "",
         f"**Chosen: `{s['chosen']}`** (the ensemble needs a lower NLL by more than {Z:g} paired SE and an error "
         "not higher by more than that).", "",
         markdown_table(rows, cols), "", markdown_table(drows, dcols), "",

@@ -41,6 +41,7 @@ from _results import (  # noqa: E402
     parse_shard,
     run_metadata,
     run_units,
+    units_load_text,
     write,
 )
 from sigmabnn.datasets import load_digits  # noqa: E402
@@ -97,7 +98,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"Written by `benchmarks/classifier_prior.py` (its docstring has the protocol and the rule, fixed before "
         f"the runs). NUTS settings {NUTS}; the splits of `temperature_seeds.py` (train and val rows only).", "",
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
-        f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations).", "",
+        f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations). "
+        + units_load_text(data["records"]), "",
         markdown_table(rows, COLS), "",
         f"Paired over {d['seeds']} splits, scoring NLL learned - fixed: {_number(d['mean'], '+.4f')} "
         f"(SE {_number(d['se'], '.4f')}). "

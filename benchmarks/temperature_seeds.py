@@ -67,6 +67,7 @@ from _results import (  # noqa: E402
     parse_shard,
     run_metadata,
     run_units,
+    units_load_text,
     write,
 )
 from sigmabnn.datasets import load_digits  # noqa: E402
@@ -227,7 +228,8 @@ def markdown(data: dict[str, Any]) -> str:
         + ".",
         "",
         f"Run {meta['date']} to {meta['date_end']}, load average at start {meta['load_average_1_5_15_at_start']}, "
-        f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations).",
+        f"at end {meta['load_average_1_5_15_at_end']} (resumable: fits may come from earlier invocations). "
+        + units_load_text(data["records"]),
         "",
         f"**Chosen rule: `{s['chosen']}`** (lowest mean scoring-row NLL over every fit; ties within {TIE} nats "
         "to the simpler rule).",
