@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -16,12 +18,31 @@ from typing import Any
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
+@functools.lru_cache(maxsize=1)
+def source_commit() -> str | None:
+    """The commit the benchmark scripts run from (short hash; ``-dirty`` when tracked files differ from it), or
+    ``None`` outside a git checkout: a record made in a worktree of another commit says which."""
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, check=True).stdout
+
+    try:
+        head = git("rev-parse", "--short=12", "HEAD").strip()
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
 def run_metadata(script: str) -> dict[str, Any]:
-    """Machine, library versions, date (UTC) and the load average now (call again at the end)."""
+    """Machine, library versions, the scripts' commit, date (UTC) and the load average now (call again at the
+    end)."""
     import jax
 
     return {
         "script": script,
+        "commit": source_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}",
         "jax": jax.__version__,
@@ -123,7 +144,7 @@ def run_units(
     fitted by ``fit(name, seed)`` (a record) and written. Unsharded (``N == 1``): every record in ``workdir``;
     sharded: ``None`` (another invocation, unsharded, gathers them). Each record gets the machine's load average
     (1/5/15 min) at the start and end of its fit (``load_average_1_5_15_at_start``/``_at_end``), since shards run
-    side by side in processes of their own."""
+    side by side in processes of their own, and the commit it ran from (:func:`source_commit`)."""
     i, n = shard
     workdir.mkdir(parents=True, exist_ok=True)
     for name, seed, index in units:
@@ -131,7 +152,7 @@ def run_units(
         if (seed + index) % n != i or path.exists():
             continue
         t0, load = time.perf_counter(), [round(v, 2) for v in os.getloadavg()]
-        record = {**fit(name, seed), "load_average_1_5_15_at_start": load}
+        record = {**fit(name, seed), "commit": source_commit(), "load_average_1_5_15_at_start": load}
         write_json(path, record | {"load_average_1_5_15_at_end": [round(v, 2) for v in os.getloadavg()]})
         print(f"{name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     return None if n > 1 else [json.loads(p.read_text()) for p in sorted(workdir.glob("*.json"))]

@@ -96,6 +96,7 @@ from _results import (  # noqa: E402
     markdown_table,
     parse_shard,
     run_metadata,
+    source_commit,
     write,
     write_json,
 )
@@ -274,6 +275,8 @@ class State:
         return self.shard is None or zlib.crc32(key.encode()) % self.shard[1] == self.shard[0]
 
     def put(self, key: str, value: Any) -> Any:
+        """Keep ``value`` under ``key``; a record (a dict) gets the commit it was computed at (``commit``)."""
+        value = {**value, "commit": source_commit()} if isinstance(value, dict) and "commit" not in value else value
         with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}

@@ -32,3 +32,11 @@ def test_the_units_load_sentence_counts_the_fits_without_one():
     text = results.units_load_text(recs)
     assert "min 1, median 2, max 3 over 3 fits" in text and "(1 fitted before" in text
     assert "No fit" in results.units_load_text([{}])
+
+
+def test_records_say_the_commit_they_ran_from(tmp_path):
+    results = load_benchmark("_results")
+    commit = results.source_commit()
+    assert commit is None or len(commit.split("-")[0]) == 12  # a short hash, outside git None
+    [rec] = results.run_units(tmp_path, [("a", 0, 0)], (0, 1), lambda name, seed: {})
+    assert rec["commit"] == commit and results.run_metadata("x")["commit"] == commit
