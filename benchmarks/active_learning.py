@@ -212,6 +212,7 @@ def summarise(runs: list[dict], pilot: dict | None = None) -> list[dict]:
                 "seeds": len({r["seed"] for r in mine}),
                 "random_n_max": n_max, "random_err_at_n_max": ref, "random_err_at_start": start, "n_to_reach": reach,
                 "err_at_2000": curve.get(2000), "paired_at_2000": _paired(mine, rand, n_max),
+                "r2_log_at_2000": _mean([r["test_r2_log"] for r in mine if r["n_train"] == 2000]),
                 "coverage_95_at_reach": _mean([r["coverage_95"] for r in at]),
                 "coverage_68_at_reach": _mean([r["coverage_68"] for r in at]),
                 "goal_met": None if not checkable else reach is not None
@@ -280,29 +281,36 @@ def _mean(values: list[float]) -> float | None:
 
 
 def figure(runs: list[dict], path: Path) -> None:
-    """Test median relative error against labelled rows, a band (min to max over seeds) per criterion."""
+    """Test median relative error against labelled rows per arm: the arms with the val-row pilot's refits
+    solid, with a band (min to max over seeds); the others dashed, without one."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = with_refits(runs)
+    runs, pilot = with_refits(runs), load_pilot()
     processes = list(dict.fromkeys(r["process"] for r in runs))
     fig, axes = plt.subplots(1, len(processes), figsize=(5 * len(processes), 4), squeeze=False)
     for ax, process in zip(axes[0], processes):
         arms = list(dict.fromkeys((r["criterion"], r["refits"]) for r in runs if r["process"] == process))
         for criterion, refits in arms:
             mine = [r for r in runs if r["process"] == process and (r["criterion"], r["refits"]) == (criterion, refits)]
+            chosen = pilot_refits(pilot, process, criterion) in (None, refits)
             label = criterion if len({f for _, f in arms}) == 1 else f"{criterion}, {refits}"
+            label += f" ({len({r['seed'] for r in mine})} seeds)" + ("" if chosen else ", not counted")
             ns = sorted({r["n_train"] for r in mine})
             errs = [[r["test_median_rel_err"] for r in mine if r["n_train"] == n] for n in ns]
             mean = [np.mean(e) for e in errs]
-            (line,) = ax.plot(ns, mean, marker=".", label=f"{label} ({len({r['seed'] for r in mine})} seeds)")
-            ax.fill_between(ns, [min(e) for e in errs], [max(e) for e in errs], color=line.get_color(), alpha=0.2)
+            style = {"marker": "."} if chosen else {"linestyle": "--", "alpha": 0.6, "linewidth": 1}
+            order = [*CRITERIA, "variance_top"]  # a criterion's colour is the same in every panel
+            colour = f"C{order.index(criterion) if criterion in order else len(order)}"
+            (line,) = ax.plot(ns, mean, label=label, color=colour, **style)
+            if chosen:
+                ax.fill_between(ns, [min(e) for e in errs], [max(e) for e in errs], color=line.get_color(), alpha=0.2)
         ax.set_xlabel("labelled points")
         ax.set_ylabel("test median relative error (%)")
         ax.set_title(process)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -318,7 +326,7 @@ def render(data: dict) -> str:
             ("random_err_at_start", "random: err % at start", ".2f"), ("random_n_max", "random: points", ""),
             ("random_err_at_n_max", "random: err %", ".2f"),
             ("n_to_reach", "points to reach it", ""), ("err_at_2000", "err % at 2000", ".2f"),
-            ("paired_at_2000", "seeds at 2000 <= random's final", ""),
+            ("paired_at_2000", "seeds at 2000 <= random's final", ""), ("r2_log_at_2000", "R^2 log at 2000", ".4f"),
             ("coverage_68_at_reach", "cov 68 there", ".1f"), ("coverage_95_at_reach", "cov 95 there", ".1f"),
             ("goal_met", "goal met", "")]  # fmt: skip
     run_cols = [("process", "process", ""), ("criterion", "criterion", ""), ("refits", "refits", ""),
@@ -346,7 +354,13 @@ def render(data: dict) -> str:
         + (
             f"Merged from {len(data['meta']['merged_from'])} result files of loops run side by side as separate "
             "processes sharing the machine's cores (the `seconds` are inflated by that sharing; each file's load "
-            "average is in the JSON's `parts_meta`).\n\n"
+            "average is in the JSON's `parts_meta`): "
+            + "; ".join(
+                f"`{n}` {m.get('date', '?')} to {m.get('date_end', '?')}"
+                for n, m in zip(data["meta"]["merged_from"], data["meta"]["parts_meta"])
+            )
+            + ". Runs are not redone when a later pilot chooses their refits: an arm counted towards the goal may "
+            "predate the choice that counts it (the pilot's dates are in `active_learning_pilot.md`).\n\n"
             if data["meta"].get("merged_from")
             else ""
         )
@@ -358,7 +372,8 @@ def render(data: dict) -> str:
         "at or below random's final error, more points do not lower the error and the comparison cannot show a "
         "saving (`goal met` is then empty: not checkable). `seeds at 2000 <= random's final`: per seed (the same "
         "initial rows), whether the criterion's error at 2,000 points is at or below random's at its largest "
-        "`n_train`.\n\n"
+        "`n_train`. `R^2 log at 2000`: the mean R^2 of log10 sigma there, which the worst-predicted rows drive "
+        "(a criterion can lower the median error and raise the largest ones).\n\n"
         + markdown_table(summary, cols)
         + "\n![test error against points](active_learning.png)\n\n## Mean over seeds\n\n"
         + markdown_table(curves(data["runs"]), [("seeds", "seeds", ""), *run_cols[:3], *run_cols[4:]])
@@ -400,8 +415,11 @@ def merge(args: argparse.Namespace) -> None:
         for r in _records(json.loads(state.read_text())["history"], process, criterion, int(seed), refits == "warm"):
             seen.setdefault(key(r), {**r, "loop_unfinished": True})
     runs = list(seen.values())
-    meta = {**first["meta"], "merged_from": [str(f.name) for f in args.merge],
-            "parts_meta": [part["meta"] for part in parts]}  # fmt: skip
+    names, metas = [], []
+    for f, part in zip(args.merge, parts):  # a merged file's own parts, not the file: one flat list
+        names += part["meta"].get("merged_from", [f.name])
+        metas += part["meta"].get("parts_meta", [part["meta"]])
+    meta = {**first["meta"], "merged_from": names, "parts_meta": metas}
     settings = first["settings"] | {
         "seeds": sorted({r["seed"] for r in runs}),
         "criteria": list(dict.fromkeys(r["criterion"] for r in runs)),

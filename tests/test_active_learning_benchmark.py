@@ -103,3 +103,17 @@ def test_criterion_start_is_chosen_per_process_and_criterion_over_seeds_run_with
              rec("a", "epig", True, 1, 9.0),
              rec("b", "epig", True, 0, 1.0)]  # fmt: skip
     assert pilot.choose_criterion_start(loops) == {"a|epig": True, "a|bald": False}
+
+
+def test_the_readme_quotes_the_committed_active_learning_summary(bench):
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    summary = json.loads((Path(bench.RESULTS)).read_text())["summary"]
+    counted = {(s["process"], s["criterion"]): s for s in summary if s["pilot_choice"]}
+    chi, mixed = counted[("1000022,1000022", "epig")], counted[("1000022,1000024", "epig")]
+    assert chi["goal_met"] and mixed["goal_met"] and mixed["refits"] == chi["refits"] == "warm"
+    assert f"with {chi['n_to_reach']:,} points on chi1^0 chi1^0 and {mixed['n_to_reach']:,} on chi1^0 chi1^+" in readme
+    assert not any(s["goal_met"] for (p, _), s in counted.items() if p == "1000024,-1000037")
+    rand = counted[("1000022,1000024", "random")]
+    assert f"({mixed['r2_log_at_2000']:.4f} against {rand['r2_log_at_2000']:.4f} on chi1^0 chi1^+" in readme
