@@ -42,7 +42,8 @@ Bernoulli(confidence)), ECE's floor from finite rows alone.
 
 (b) ``active``: Gal, Islam & Ghahramani (2017)'s protocol scaled to the digits: the pool is the
 1,078 train rows; start with 20 labels (2 per class, seeded), then each round acquire
-:data:`ACQUIRE` pool rows until :data:`MAX_LABELS` labels, retraining from scratch every round, for
+:data:`ACQUIRE` pool rows until :data:`MAX_LABELS` labels, retraining from scratch every round (or,
+in a ``warm`` configuration, the criteria other than random from the previous round's members), for
 the criteria BALD, max entropy, variation ratios and random
 (:mod:`sigmabnn.acquisition.classification`). The model (:class:`ALConfig`): a deep ensemble of MAP
 networks (``64-20-10`` tanh unless the configuration says otherwise; a Gaussian prior as the penalty),
@@ -57,8 +58,8 @@ criteria then draw ``power`` batches). Random's batch is uniform under every rul
 The model's widths, members, steps and prior precision and the batch rule are chosen by a pilot on the val
 rows (:data:`PILOT_SEEDS`, seeds not among the final ones; the val rows are never in the pool): for
 each configuration of :data:`AL_GRID`, the labels BALD needs for a mean val error <= 10 % divided
-by those random needs (the same model), lowest wins, ties to BALD's lower mean val
-error over the curve. The chosen configuration then runs once for every criterion and
+by those random needs (the same model, retrained from scratch every round), lowest wins, ties to BALD's
+lower mean val error over the curve. The chosen configuration then runs once for every criterion and
 :data:`SEEDS`, scored on the test rows. Records: ``criterion``, ``seed``, ``n_labels``,
 ``test_error``, ``val_error`` (and NLLs).
 
@@ -131,7 +132,9 @@ AL_ARCH, AL_LR = "64-20-10", 1e-2
 class ALConfig(NamedTuple):
     """The active-learning model: ensemble members, full-batch Adam steps, batch rule (``top``, ``power`` or
     ``batchbald``), prior precision of every weight and bias (1 is the BNN's unit Gaussian prior, 0.3 a prior
-    1.8x wider), the network's widths and its hidden layers' activation."""
+    1.8x wider), the network's widths, its hidden layers' activation, and whether each round's members
+    start from the previous round's (``warm``; the first round, and every round when false, from fresh
+    initialisations)."""
 
     members: int
     steps: int
@@ -139,6 +142,7 @@ class ALConfig(NamedTuple):
     precision: float
     arch: str = AL_ARCH
     activation: str = "tanh"
+    warm: bool = False
 
 
 #: Pilot configurations of the active learning model.
@@ -158,6 +162,8 @@ AL_GRID = tuple(ALConfig(m, s, a, 1.0) for m in (4, 16) for s in (200, 1000) for
     ALConfig(16, 1000, "power", 0.03, "64-50-10", "relu"),
     # BatchBALD batches for BALD, at the configuration the grid above chose
     ALConfig(8, 1000, "batchbald", 0.03, "64-50-10"),
+    # warm refits (each round's members from the previous round's), at the configuration the grid above chose
+    ALConfig(8, 1000, "power", 0.03, "64-50-10", warm=True),
 )
 TARGET_ERROR = 0.10
 BOOTSTRAP = 2000
@@ -372,7 +378,8 @@ def chees_unit(table, state: State) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=4)
 def _al_functions(bnn, n_members: int, n_steps: int, lr: float, precision: float = 1.0):
-    """Jitted ``train(key, x [L, p], y [L], mask [L]) -> positions [M, d]`` and ``probs(positions, x) -> [M, n, K]``.
+    """Jitted ``init(key) -> positions [M, d]`` (fresh initialisations), ``train(positions [M, d], x [L, p],
+    y [L], mask [L]) -> positions [M, d]`` (Adam from those positions) and ``probs(positions, x) -> [M, n, K]``.
 
     The penalty is the log density of a Gaussian prior of ``precision`` on every weight and bias."""
     hyper = bnn.default_hyperparameters()
@@ -385,9 +392,7 @@ def _al_functions(bnn, n_members: int, n_steps: int, lr: float, precision: float
         ll = jnp.sum(mask * jnp.take_along_axis(logp, y[:, None], axis=-1)[:, 0])
         return -(ll + bnn.log_prior(position, hyper))
 
-    def train_one(key, x, y, mask):
-        position = flatten(init_params(key, bnn.mlp, bnn.jdtype))
-
+    def train_one(position, x, y, mask):
         def step(carry, _):
             pos, st = carry
             g = jax.grad(loss)(pos, x, y, mask)
@@ -398,14 +403,18 @@ def _al_functions(bnn, n_members: int, n_steps: int, lr: float, precision: float
         return position
 
     @jax.jit
-    def train(key, x, y, mask):
-        return jax.vmap(train_one, in_axes=(0, None, None, None))(jax.random.split(key, n_members), x, y, mask)
+    def init(key):
+        return jax.vmap(lambda k: flatten(init_params(k, bnn.mlp, bnn.jdtype)))(jax.random.split(key, n_members))
+
+    @jax.jit
+    def train(positions, x, y, mask):
+        return jax.vmap(train_one, in_axes=(0, None, None, None))(positions, x, y, mask)
 
     @jax.jit
     def probs(positions, x):
         return jax.vmap(lambda p: jax.nn.softmax(bnn.apply(bnn.unflatten(p), x), axis=-1))(positions)
 
-    return train, probs
+    return init, train, probs
 
 
 def _initial_labels(y: np.ndarray, seed: int) -> list[int]:
@@ -425,7 +434,7 @@ def _acquire(key, criterion: str, rule: str, p: np.ndarray) -> np.ndarray:
 
 def active_run(table, criterion: str, seed: int, config: ALConfig, splits: tuple[str, ...]) -> list[dict[str, Any]]:
     """One active-learning curve of the model ``config``; errors on the rows of ``splits``."""
-    members, steps, rule, precision, arch, activation = config
+    members, steps, rule, precision, arch, activation, warm = config
     feats = _features(table)
     pool = table[table.split == "train"]
     xpool = pool[feats].to_numpy(float)
@@ -435,17 +444,18 @@ def active_run(table, criterion: str, seed: int, config: ALConfig, splits: tuple
     scored = {s: ((table[table.split == s][feats].to_numpy(float) - mean) / std,
                   table[table.split == s]["digit"].to_numpy()) for s in splits}  # fmt: skip
     bnn = build_bnn(Categorical(10), arch, feats, activation, "float64")
-    train, probs = _al_functions(bnn, members, steps, AL_LR, precision)
+    init, train, probs = _al_functions(bnn, members, steps, AL_LR, precision)
     labelled = _initial_labels(yp, seed)
     key = jax.random.fold_in(jax.random.key(seed), CRITERIA.index(criterion) if criterion in CRITERIA else 99)
-    records = []
+    records, positions = [], None
     while True:
         n = len(labelled)
         x = np.zeros((MAX_LABELS, xp.shape[1]))
         y = np.zeros(MAX_LABELS, np.int32)
         mask = np.zeros(MAX_LABELS)
         x[:n], y[:n], mask[:n] = xp[labelled], yp[labelled], 1.0
-        positions = train(jax.random.fold_in(key, n), x, y, mask)
+        start = positions if warm and positions is not None else init(jax.random.fold_in(key, n))
+        positions = train(start, x, y, mask)
         rec = {"criterion": criterion, "seed": seed, "n_labels": n}
         for s, (xs, ys) in scored.items():
             ps = np.asarray(probs(positions, xs)).mean(axis=0)
@@ -459,16 +469,19 @@ def active_run(table, criterion: str, seed: int, config: ALConfig, splits: tuple
 
 
 def _al_key(criterion: str, seed: int, config: ALConfig, splits: tuple[str, ...]) -> str:
-    members, steps, rule, precision, arch, activation = config
+    members, steps, rule, precision, arch, activation, warm = config
     prec = "" if precision == 1.0 else f"/precision={precision:g}"  # the unit prior's keys predate the option
     net = arch if activation == "tanh" else f"{arch}/{activation}"  # so do tanh's
+    rule += "/warm" if warm else ""  # and cold refits'
     setting = f"lr={AL_LR}/{net}/members={members}/steps={steps}/{rule}{prec}/max={MAX_LABELS}/{'+'.join(splits)}"
     return f"active/{criterion}/seed={seed}/{setting}"
 
 
 def _random_base(config: ALConfig) -> ALConfig:
-    """The configuration random acquisition runs for ``config``'s pilot: its batch is uniform under either rule."""
-    return config._replace(rule="top")
+    """The configuration random acquisition runs for ``config``'s pilot: its batch is uniform under either rule,
+    and its model is refitted from scratch every round (the standard baseline: a warm ``config`` is BALD's
+    refits against random acquisition's usual retraining)."""
+    return config._replace(rule="top", warm=False)
 
 
 def _pilot_keys(config: ALConfig) -> list[str]:
@@ -491,7 +504,7 @@ def _al_unit(table, state: State, criterion: str, seed: int, config: ALConfig, s
 
 def _config_of(row: dict[str, Any]) -> ALConfig:
     """The :class:`ALConfig` a pilot or record row was made with."""
-    return ALConfig(**{k: row[k] for k in ALConfig._fields})
+    return ALConfig(**{k: row.get(k, ALConfig._field_defaults.get(k)) for k in ALConfig._fields})
 
 
 def pilot_part(table, state: State) -> tuple[ALConfig, list[dict[str, Any]]]:
@@ -513,8 +526,15 @@ def pilot_part(table, state: State) -> tuple[ALConfig, list[dict[str, Any]]]:
     return chosen, rows
 
 
+def _criterion_config(criterion: str, config: ALConfig) -> ALConfig:
+    """The configuration ``criterion`` runs under the chosen ``config``: random's model is refitted from
+    scratch every round (as in the pilot, :func:`_random_base`), the other criteria's as ``config`` says."""
+    return config._replace(warm=False) if criterion == "random" else config
+
+
 def active_part(table, state: State, config: ALConfig) -> list[dict[str, Any]]:
-    return [r for seed in SEEDS for c in CRITERIA for r in _al_unit(table, state, c, seed, config, ("val", "test"))]
+    return [r for seed in SEEDS for c in CRITERIA
+            for r in _al_unit(table, state, c, seed, _criterion_config(c, config), ("val", "test"))]  # fmt: skip
 
 
 def earlier_finals(state: State, config: ALConfig | None) -> list[dict[str, Any]]:
@@ -522,7 +542,7 @@ def earlier_finals(state: State, config: ALConfig | None) -> list[dict[str, Any]
     grid and scored on the test rows then. Listed so that every test score the state holds is reported."""
     rows = []
     for other in AL_GRID:
-        keys = [_al_key(c, seed, other, ("val", "test")) for seed in SEEDS for c in CRITERIA]
+        keys = [_al_key(c, seed, _criterion_config(c, other), ("val", "test")) for seed in SEEDS for c in CRITERIA]
         if other == config or not all(state.get(k) is not None for k in keys):
             continue
         records = [r for k in keys for r in state.get(k)]

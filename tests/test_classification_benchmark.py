@@ -140,3 +140,41 @@ def test_the_readme_quotes_the_committed_default_classifier_run():
     assert quoted in readme
     assert f"its pooled temperature (T = {final['chees']['temperature']:.2f}) sharpens" in readme
     assert min(final, key=lambda m: final[m]["val_nll_raw"]) == "ensemble"
+
+
+def test_warm_active_learning_refits_bald_from_the_last_members_and_random_from_scratch():
+    bench = load_benchmark("classification")
+    cold = bench.ALConfig(8, 1000, "power", 0.03, "64-50-10")
+    warm = cold._replace(warm=True)
+    assert bench._al_key("bald", 3, cold, ("val",)) != bench._al_key("bald", 3, warm, ("val",))
+    assert "/warm" in bench._al_key("bald", 3, warm, ("val",))
+    # random is the usual retraining under either, so its units are shared with the cold configuration's
+    assert bench._al_key("random", 3, bench._random_base(warm), ("val",)) == bench._al_key(
+        "random", 3, bench._random_base(cold), ("val",)
+    )
+    assert bench._criterion_config("random", warm) == cold and bench._criterion_config("bald", warm) == warm
+    assert bench._config_of({k: v for k, v in cold._asdict().items() if k != "warm"}) == cold  # older rows
+
+
+def test_warm_refits_continue_from_the_given_members():
+    import jax
+    import numpy as np
+
+    from sigmabnn.model.build import build_bnn
+    from sigmabnn.model.likelihoods import Categorical
+
+    bench = load_benchmark("classification")
+    bnn = build_bnn(Categorical(3), "2-4-3", ["a", "b"], "tanh", "float64")
+    init, train, probs = bench._al_functions(bnn, 2, 50, 0.01, 1.0)
+    rng = np.random.default_rng(0)
+    x, y, mask = rng.normal(size=(12, 2)), rng.integers(0, 3, 12).astype(np.int32), np.ones(12)
+    start = init(jax.random.key(0))
+    assert not np.allclose(init(jax.random.key(1)), start)  # fresh members differ by key
+
+    def fit_ll(positions):  # mean log-likelihood of the labelled rows under each member
+        p = np.asarray(probs(positions, x))
+        return np.log(p[:, np.arange(12), y]).mean(axis=1)
+
+    once = train(start, x, y, mask)
+    twice = train(once, x, y, mask)  # a warm refit continues from the given members
+    assert np.all(fit_ll(start) < fit_ll(once)) and np.all(fit_ll(once) < fit_ll(twice))
