@@ -743,7 +743,7 @@ CHEES_COLS = [("chains", "chains", "d"), ("draws_per_chain", "draws per chain", 
               ("seconds", "fit s", ".0f")]  # fmt: skip
 PILOT_COLS = [("arch", "network", ""), ("activation", "activation", ""),
               ("members", "members", "d"), ("steps", "steps", "d"), ("rule", "batch", ""),
-              ("precision", "prior precision", "g"),
+              ("precision", "prior precision", "g"), ("refits", "refits", ""),
               ("bald_labels", "BALD labels", "d"), ("random_labels", "random labels", "d"), ("ratio", "ratio", ".2f"),
               ("bald_mean_val_error", "BALD mean val error", ".4f"), ("chosen", "chosen", "")]  # fmt: skip
 
@@ -761,7 +761,10 @@ def _active_lines(summary: dict[str, Any]) -> list[str]:
         f"labels per class, {ACQUIRE} acquired per round up to {MAX_LABELS}; pool: the train rows.", "",
         f"Pilot on the val rows ({len(PILOT_SEEDS)} seeds {PILOT_SEEDS[0]}-{PILOT_SEEDS[-1]}; ratio = labels BALD "
         "needs for a mean val error <= 10 % over those random needs; lowest ratio wins, ties to BALD's lower mean "
-        f"val error):", "", markdown_table(summary["pilot"], PILOT_COLS), "",
+        "val error; refits: each round's members from fresh initialisations (cold) or from the previous round's "
+        "(warm, BALD only: random is retrained from scratch under every configuration):", "",
+        markdown_table([{**r, "refits": "warm" if r.get("warm") else "cold"} for r in summary["pilot"]], PILOT_COLS),
+        "",
         f"Chosen: {chosen}. Final runs of it, {len(SEEDS)} seeds, every criterion:", "",
         f"Labels needed for a mean test error <= 10 %: {fmt(reach)}"
         + (f"; BALD / random = {summary['bald_over_random']:.2f}." if summary["bald_over_random"] else "."), "",
@@ -775,7 +778,8 @@ def _earlier_lines(earlier: list[dict[str, Any]]) -> list[str]:
     if not earlier:
         return []
     labels = [(f"{c}_labels", f"{c} labels", "d") for c in CRITERIA]
-    cols = PILOT_COLS[:6] + labels + [("ratio", "BALD / random", ".2f")]
+    cols = PILOT_COLS[:7] + labels + [("ratio", "BALD / random", ".2f")]
+    earlier = [{**r, "refits": "warm" if r.get("warm") else "cold"} for r in earlier]
     return [
         "Final runs of configurations an earlier, smaller pilot grid chose (the same seeds, scored on the test "
         "rows when they were made; the grid has grown since, and the pilot above chose again on the val rows):",
