@@ -21,6 +21,9 @@ criteria and not others: a loop's picks depend on its fits). For each process, c
 (batches of 250 from 500 to 2,000 rows, the process's chosen budget, audit rows) runs warm and cold,
 every fit scored on the val rows; per process and criterion the start with the lower mean val error
 over the loops' fits is chosen (``choose_criterion_start``). The rule was fixed before these runs.
+With ``--starts process`` each criterion runs only at the process's refits (the random loop's
+choice); the criteria are then compared there (``compare_criteria``): the library's default
+criterion is the one with the lowest mean val error over its loops' fits on the most processes.
 
 Usage: ``python benchmarks/active_learning_pilot.py [--processes ...] [--steps 1500 5000]`` (the
 budgets); ``--loops --out L.json`` (warm against cold, with the first of ``--steps``), then
@@ -37,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -157,6 +161,7 @@ def render(data: dict) -> str:
         else ""
     )
     criterion_text = criterion_loops_text(data.get("criterion_loops", []), data.get("criterion_loops_meta", []))
+    criterion_text += compare_text(data.get("criteria_compared", {}))
     return (
         "# Active learning: the fit budget (`benchmarks/active_learning_pilot.py`)\n\n"
         + (__doc__ or "").split("Usage:")[0].strip()
@@ -173,6 +178,50 @@ def render(data: dict) -> str:
             else ""
         )
         + criterion_text
+    )
+
+
+def compare_criteria(crit_loops: list[dict], starts: dict[str, bool]) -> dict[str, Any]:
+    """The criteria compared at each process's refits (``starts``, the random loop's choice), on the seeds
+    every criterion ran there: per process each criterion's mean val error over its loops' fits and the
+    lowest (``best``); ``default``: the criterion lowest on the most processes (ties: the lower mean,
+    over processes, of its error over the lowest)."""
+    per: dict[str, dict[str, float]] = {}
+    for process, warm in starts.items():
+        mine = [r for r in crit_loops if r["process"] == process and r["warm_start"] == warm]
+        crits = list(dict.fromkeys(r["criterion"] for r in mine))
+        seeds = set.intersection(*({r["seed"] for r in mine if r["criterion"] == c} for c in crits)) if crits else set()
+        if len(crits) > 1 and seeds:
+            errs = {c: [r["val_median_rel_err"] for r in mine if r["criterion"] == c and r["seed"] in seeds]
+                    for c in crits}  # fmt: skip
+            per[process] = {c: float(np.mean(e)) for c, e in errs.items()}
+    if not per:
+        return {}
+    crits = sorted(set.intersection(*(set(v) for v in per.values())))
+    wins = {c: sum(min(v, key=v.get) == c for v in per.values()) for c in crits}
+    excess = {c: float(np.mean([v[c] / min(v.values()) for v in per.values()])) for c in crits}
+    default = min(crits, key=lambda c: (-wins[c], excess[c]))
+    return {"per_process": per, "best": {p: min(v, key=v.get) for p, v in per.items()}, "wins": wins,
+            "excess": excess, "default": default}  # fmt: skip
+
+
+def compare_text(comparison: dict[str, Any]) -> str:
+    """The Markdown of :func:`compare_criteria`."""
+    if not comparison:
+        return ""
+    rows = [{"process": p, **{c: e for c, e in v.items()}, "best": comparison["best"][p]}
+            for p, v in comparison["per_process"].items()]  # fmt: skip
+    crits = sorted({c for v in comparison["per_process"].values() for c in v})
+    cols = [("process", "process", ""), *[(c, f"{c} (mean val err %)", ".3f") for c in crits], ("best", "lowest", "")]
+    return (
+        "\n## The criteria compared (`--criterion-loops ... --starts process`)\n\n"
+        "Each criterion's loop at the process's refits (the random loop's choice above), on the seeds every "
+        "criterion ran there; the mean val error over the loops' fits (500 to 2,000 rows). The library's default "
+        "criterion is the one lowest on the most processes (ties: the lower mean ratio to the lowest); rule fixed "
+        "before these runs.\n\n"
+        + markdown_table(rows, cols)
+        + f"\nLowest on: {', '.join(f'{c} {w}' for c, w in comparison['wins'].items())} of "
+        f"{len(comparison['per_process'])} processes. **Default: `{comparison['default']}`**.\n\n"
     )
 
 
@@ -225,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--loop-seeds", nargs="+", type=int, default=[100, 101, 102], help="seeds of --criterion-loops")
     p.add_argument(
+        "--starts",
+        choices=("both", "process"),
+        default="both",
+        help="--criterion-loops: warm and cold, or only the process's refits (the random loop's choice)",
+    )
+    p.add_argument(
         "--merge-criterion-loops",
         nargs="+",
         type=Path,
@@ -242,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         data = {"meta": finish_metadata(meta) if finish else meta, "records": records, "chosen": choose(records),
                 "loops": loops, "chosen_start": choose_start(loops), "loops_meta": meta_loops,
                 "criterion_loops": crit_loops, "chosen_criterion_start": choose_criterion_start(crit_loops),
+                "criteria_compared": compare_criteria(crit_loops, choose_start(loops)),
                 "criterion_loops_meta": crit_metas}  # fmt: skip
         write(args.out, data, render(data))
 
@@ -270,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         for process in args.processes:
             for criterion in args.criterion_loops:
                 for seed in args.loop_seeds:
-                    for warm in (True, False):
+                    starts = (True, False) if args.starts == "both" else (choose_start(loops)[process],)
+                    for warm in starts:
                         if (process, criterion, warm, seed) not in done:
                             crit_loops += run_loop_cells(process, num_steps(process, None), warm, seed, args.workdir,
                                                          criterion)  # fmt: skip

@@ -117,3 +117,24 @@ def test_the_readme_quotes_the_committed_active_learning_summary(bench):
     assert not any(s["goal_met"] for (p, _), s in counted.items() if p == "1000024,-1000037")
     rand = counted[("1000022,1000024", "random")]
     assert f"({mixed['r2_log_at_2000']:.4f} against {rand['r2_log_at_2000']:.4f} on chi1^0 chi1^+" in readme
+
+
+def test_criteria_are_compared_at_each_process_refits_on_common_seeds():
+    pilot = load_benchmark("active_learning_pilot")
+
+    def rec(process, criterion, warm, seed, err):
+        return {"process": process, "criterion": criterion, "warm_start": warm, "seed": seed, "n_train": 500,
+                "val_median_rel_err": err}  # fmt: skip
+
+    loops = [rec("a", "epig", True, 0, 1.0), rec("a", "bald", True, 0, 2.0),
+             rec("a", "epig", False, 0, 9.0),  # not the process's refits: left out
+             rec("a", "bald", True, 1, 0.1),  # a seed epig did not run: left out
+             rec("b", "epig", False, 0, 3.0), rec("b", "bald", False, 0, 2.0),
+             rec("c", "epig", True, 0, 1.0), rec("c", "bald", True, 0, 1.5)]  # fmt: skip
+    out = pilot.compare_criteria(loops, {"a": True, "b": False, "c": True})
+    assert out["per_process"]["a"] == {"epig": 1.0, "bald": 2.0}
+    assert out["best"] == {"a": "epig", "b": "bald", "c": "epig"} and out["wins"] == {"bald": 1, "epig": 2}
+    assert out["default"] == "epig"
+    # one win each: the lower mean ratio to the lowest decides
+    two = pilot.compare_criteria(loops, {"a": True, "b": False})
+    assert two["wins"] == {"bald": 1, "epig": 1} and two["default"] == "epig"  # epig 1.25 vs bald 1.5
