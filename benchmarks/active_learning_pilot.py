@@ -115,6 +115,14 @@ def choose_start(loops: list[dict]) -> dict[str, bool]:
     return out
 
 
+def process_starts(loops: list[dict]) -> dict[str, bool]:
+    """Per process, the random loop's refits (:func:`choose_start`) of ``loops``, or where those are not in the
+    file being written (a worker's part file) those of the committed results (:data:`RESULTS`)."""
+    if loops or not RESULTS.exists():
+        return choose_start(loops)
+    return {p: bool(w) for p, w in json.loads(RESULTS.read_text()).get("chosen_start", {}).items()}
+
+
 def choose_criterion_start(loops: list[dict]) -> dict[str, bool]:
     """Per ``"process|criterion"``: warm (``True``) or cold refits for that criterion's loop, by
     :func:`choose_start`'s rule over the seeds run with both starts."""
@@ -326,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         for process in args.processes:
             for criterion in args.criterion_loops:
                 for seed in args.loop_seeds:
-                    starts = (True, False) if args.starts == "both" else (choose_start(loops)[process],)
+                    starts = (True, False) if args.starts == "both" else (process_starts(loops)[process],)
                     for warm in starts:
                         if (process, criterion, warm, seed) not in done:
                             crit_loops += run_loop_cells(process, num_steps(process, None), warm, seed, args.workdir,
