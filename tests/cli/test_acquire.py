@@ -38,13 +38,27 @@ def test_acquire_writes_the_chosen_rows_best_first(model_dir, candidates, tmp_pa
     candidates.to_csv(cand, index=False) if fmt == "csv" else candidates.to_parquet(cand, index=False)
     out = tmp_path / "chosen.csv"
     # chunks of 64 rows: the streamed answer is that of the whole table in memory
-    assert main(["acquire", str(path), str(cand), "--n", "12", "-o", str(out), "--chunk-rows", "64"]) == 0
+    argv = ["acquire", str(path), str(cand), "--n", "12", "--criterion", "bald", "-o", str(out), "--chunk-rows", "64"]
+    assert main(argv) == 0
     got = pd.read_csv(out)
-    expected = select(fitted, candidates, 12)
+    expected = select(fitted, candidates, 12, criterion="bald")
     assert list(got.columns) == ["point_id", "a", "b", "tag", "score"]
     assert got["point_id"].tolist() == candidates.loc[expected.rows.index, "point_id"].tolist()
     assert np.allclose(got["score"], expected.scores, rtol=1e-8)
     assert np.allclose(got[["a", "b"]], candidates.loc[expected.rows.index, ["a", "b"]], rtol=1e-9)
+
+
+def test_a_regression_model_acquires_by_epig_unless_told(model_dir, candidates, tmp_path):
+    path, fitted = model_dir
+    cand = tmp_path / "cand.csv"
+    candidates.to_csv(cand, index=False)
+    out = tmp_path / "chosen.csv"
+    assert main(["acquire", str(path), str(cand), "--n", "6", "--seed", "2", "-o", str(out)]) == 0
+    epig = select(fitted, candidates, 6, criterion="epig", seed=2)  # one chunk: the same targets
+    assert pd.read_csv(out)["point_id"].tolist() == candidates.loc[epig.rows.index, "point_id"].tolist()
+    assert select(fitted, candidates, 6, seed=2).rows.index.tolist() == epig.rows.index.tolist()
+    bald = select(fitted, candidates, 6, criterion="bald", seed=2)
+    assert bald.rows.index.tolist() != epig.rows.index.tolist()  # the default is a choice that matters here
 
 
 def test_acquire_features_and_parquet_output(model_dir, candidates, tmp_path):
@@ -181,8 +195,9 @@ def test_acquire_says_how_many_candidates_bald_was_computed_for(model_dir, candi
     cand = tmp_path / "cand.csv"
     candidates.to_csv(cand, index=False)
     out = tmp_path / "chosen.csv"
-    assert main(["acquire", str(path), str(cand), "--n", "5", "--pool-size", "20", "-o", str(out)]) == 0
-    scored = select(fitted, candidates, 5, pool_size=20).num_scored
+    argv = ["acquire", str(path), str(cand), "--n", "5", "--criterion", "bald", "--pool-size", "20", "-o", str(out)]
+    assert main(argv) == 0
+    scored = select(fitted, candidates, 5, criterion="bald", pool_size=20).num_scored
     assert scored < 700
     assert f"note: bald computed for {scored:,} of 700 candidates" in capsys.readouterr().err
 

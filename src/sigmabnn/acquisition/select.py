@@ -17,13 +17,14 @@ target), ``"relative_std"`` (:func:`~sigmabnn.acquisition.regression.relative_ep
 at target inputs, by default a seeded sample of :data:`~sigmabnn.acquisition.epig.EPIG_TARGETS`
 rows of the first candidate chunk; its batch is picked by
 :func:`~sigmabnn.acquisition.epig.greedy_epig_batch`) and ``"random"`` (a uniform score from the
-seed and the row's position: a uniformly random batch).
+seed and the row's position: a uniformly random batch). The default is ``"epig"``
+(:func:`default_criterion`).
 
 A classifier (a model of the categorical likelihood) is scored from every network's class
 probabilities (:func:`~sigmabnn.predict.network_probabilities`, the posterior's own: any fitted
 temperature is left out, as BALD's mutual information is a property of the weights' posterior)
 with the criteria :data:`CLASS_CRITERIA` of :mod:`~sigmabnn.acquisition.classification`
-(``"bald"``: ``H[mean_t p_t] - mean_t H[p_t]``; ``"max_entropy"``; ``"variation_ratios"``;
+(``"bald"``, the default: ``H[mean_t p_t] - mean_t H[p_t]``; ``"max_entropy"``; ``"variation_ratios"``;
 ``"random"``). Its batch (:data:`CLASS_BATCH_MODES`) is the stochastic one by default
 (``"power"``: drawn without replacement with probabilities proportional to the scores, among the
 ``pool_size`` best rows; Kirsch et al. 2023, the batch rule ``benchmarks/classification.py``'s pilot
@@ -267,6 +268,16 @@ def _is_classifier(fitted: FittedModel | None) -> bool:
     return fitted is not None and fitted.bnn.likelihood.name == "categorical"
 
 
+def default_criterion(fitted: FittedModel | None) -> str:
+    """The criterion of ``criterion=None``: ``"bald"`` for a classifier, ``"epig"`` for a regression model
+    (on the built-in cross sections it had the lowest validation error of ``epig``, ``variance`` and ``bald``
+    on all three processes measured: ``benchmarks/results/active_learning_pilot.md``), ``"random"``
+    without a model."""
+    if fitted is None:
+        return "random"
+    return "bald" if _is_classifier(fitted) else "epig"
+
+
 def default_batch(fitted: FittedModel | None) -> str:
     """The batch mode of ``batch=None``: ``"power"`` for a classifier, ``"greedy"`` for a regression model."""
     return "power" if _is_classifier(fitted) else "greedy"
@@ -325,7 +336,7 @@ def select(
     candidates: pd.DataFrame | Iterable[pd.DataFrame],
     n: int,
     *,
-    criterion: str = "bald",
+    criterion: str | None = None,
     batch: str | None = None,
     pool_size: int | None = None,
     seed: int = 0,
@@ -339,7 +350,8 @@ def select(
         candidates: a DataFrame with the model's raw input columns (other columns are carried
             along), or an iterable of such chunks.
         n: how many to choose; fewer candidates than ``n``: all of them, ranked.
-        criterion: one of :data:`CRITERIA` (a regression model) or :data:`CLASS_CRITERIA` (a classifier).
+        criterion: one of :data:`CRITERIA` (a regression model) or :data:`CLASS_CRITERIA` (a classifier);
+            ``None``: :func:`default_criterion` (``"epig"`` for regression, ``"bald"`` for a classifier).
         batch: ``"greedy"`` (conditioned picks; regression), ``"power"`` (drawn in proportion to the
             scores; classifier), ``"batchbald"`` (classifier, criterion ``"bald"``) or ``"top"`` (the best
             single scores); ``None``: :func:`default_batch`; ``"random"`` ignores it.
@@ -356,6 +368,7 @@ def select(
         InputError / DataError: bad arguments (a criterion or batch mode of the other kind of model),
             missing or non-finite inputs.
     """
+    criterion = default_criterion(fitted) if criterion is None else criterion
     batch = default_batch(fitted) if batch is None else batch
     keep = _check(fitted, n, criterion, batch, pool_size)
     chunks = [candidates] if isinstance(candidates, pd.DataFrame) else candidates

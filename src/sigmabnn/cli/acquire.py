@@ -37,7 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("candidates", metavar="CANDIDATES", help="table of candidate points (.csv, .csv.gz, .parquet)")
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="output CSV, or .parquet ('-' for stdout)")
     p.add_argument("--n", required=True, type=common.positive_int, metavar="N", help="number of points to choose")
-    p.add_argument("--criterion", choices=CRITERIA, default="bald", help="acquisition score (default bald)")
+    p.add_argument(
+        "--criterion",
+        choices=CRITERIA,
+        default=None,
+        help="acquisition score (default epig for a regression model, bald for a classifier)",
+    )
     p.add_argument(
         "--batch",
         choices=BATCH_MODES,
@@ -70,19 +75,20 @@ def run(args: argparse.Namespace) -> int:
     candidates = common.input_file(args.candidates, "candidates file")
     out = common.output_file(args.out, "output file")
 
-    from sigmabnn.acquisition import select
+    from sigmabnn.acquisition.select import default_criterion, select
     from sigmabnn.cli.predict import write_table
     from sigmabnn.data.tables import read_table_chunks
     from sigmabnn.io.model_file import load_model
 
     fitted = load_model(model_path)
     chunks = read_table_chunks(candidates, args.chunk_rows)
-    chosen = select(fitted, chunks, args.n, criterion=args.criterion, batch=args.batch, pool_size=args.pool_size,
+    criterion = default_criterion(fitted) if args.criterion is None else args.criterion
+    chosen = select(fitted, chunks, args.n, criterion=criterion, batch=args.batch, pool_size=args.pool_size,
                     seed=args.seed, features=args.features)  # fmt: skip
     rows = chosen.rows.reset_index(drop=True)
     if chosen.num_scored < chosen.num_candidates:
         print(
-            f"sigmabnn acquire: note: {args.criterion} computed for {chosen.num_scored:,} of {chosen.num_candidates:,} "
+            f"sigmabnn acquire: note: {criterion} computed for {chosen.num_scored:,} of {chosen.num_candidates:,} "
             "candidates; the others' upper bound could not reach the best",
             file=sys.stderr,
         )

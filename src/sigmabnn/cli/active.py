@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     start.add_argument("--initial-size", type=common.positive_int, metavar="N", help="random first batch size")
     p.add_argument("--batch-size", type=common.positive_int, required=True, metavar="N", help="rows per round")
     p.add_argument("--max-labelled", type=common.positive_int, required=True, metavar="N", help="stop here")
-    p.add_argument("--criterion", choices=ACQUISITION_CRITERIA, default="bald", help="default bald")
+    p.add_argument("--criterion", choices=ACQUISITION_CRITERIA, default="epig", help="default epig")
     p.add_argument("--batch", choices=ACQUISITION_BATCH_MODES, default="greedy", help="default greedy")
     p.add_argument("--method", choices=METHODS, default="ensemble", help="fit method (default ensemble)")
     p.add_argument(  # no default here: argparse would pass a default string through the type check

@@ -87,7 +87,7 @@ class LoopConfig:
     spec: FitSpec
     batch_size: int
     max_labelled: int
-    criterion: str = "bald"
+    criterion: str = "epig"
     batch: str = "greedy"
     initial_size: int = 0
     warm_start: bool = True
