@@ -76,8 +76,10 @@ class LoopConfig:
         criterion, batch: of :func:`sigmabnn.acquisition.select`.
         initial_size: rows of the random first batch when the loop starts without labelled rows.
         warm_start: refit from the previous round's networks (``initial_positions``); from fresh
-            initialisations when false (with a small training budget, warm refits can stall where
-            fresh ones keep improving: ``benchmarks/results/active_learning_pilot.md``).
+            initialisations when false. Which is better depends on the criterion and the data
+            (``benchmarks/results/active_learning_pilot.md``, validation rows of the built-in cross
+            sections: warm refits helped ``epig`` on two processes of three and random batches on one;
+            with a small training budget they can stall where fresh ones keep improving).
         seed: seed of the random first batch and of each round's random criterion
             (``seed + round``).
         audit_fraction: the share of every batch drawn at random and kept for validation
