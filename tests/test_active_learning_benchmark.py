@@ -90,12 +90,15 @@ def test_pilot_chooses_the_smallest_budget_near_the_best_val_error():
     assert pilot.choose(records) == {"a": 4000, "b": 1500}
 
 
+def _loop(process, criterion, warm, seed, err):
+    """A pilot loop's fit record (the fields the choices read)."""
+    return {"process": process, "criterion": criterion, "warm_start": warm, "seed": seed, "n_train": 500,
+            "val_median_rel_err": err}  # fmt: skip
+
+
 def test_criterion_start_is_chosen_per_process_and_criterion_over_seeds_run_with_both():
     pilot = load_benchmark("active_learning_pilot")
-
-    def rec(process, criterion, warm, seed, err):
-        return {"process": process, "criterion": criterion, "warm_start": warm, "seed": seed, "n_train": 500,
-                "val_median_rel_err": err}  # fmt: skip
+    rec = _loop
 
     loops = [rec("a", "epig", True, 0, 1.0), rec("a", "epig", False, 0, 2.0),
              rec("a", "bald", True, 0, 3.0), rec("a", "bald", False, 0, 2.0),
@@ -121,10 +124,7 @@ def test_the_readme_quotes_the_committed_active_learning_summary(bench):
 
 def test_criteria_are_compared_at_each_process_refits_on_common_seeds():
     pilot = load_benchmark("active_learning_pilot")
-
-    def rec(process, criterion, warm, seed, err):
-        return {"process": process, "criterion": criterion, "warm_start": warm, "seed": seed, "n_train": 500,
-                "val_median_rel_err": err}  # fmt: skip
+    rec = _loop
 
     loops = [rec("a", "epig", True, 0, 1.0), rec("a", "bald", True, 0, 2.0),
              rec("a", "epig", False, 0, 9.0),  # not the process's refits: left out
